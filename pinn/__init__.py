@@ -1,0 +1,52 @@
+"""pinn: physics-informed neural networks on PyTorch.
+
+The public surface, flat: everything a problem module, a notebook or the CLI uses.
+"""
+
+from pinn.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from pinn.derivatives import check_pointwise, gradient, hessian, hessian_diag, laplacian
+from pinn.domain import BoundaryPoints, Box
+from pinn.errors import ConfigError, NotPointwiseError, PinnError, TrainingDiverged
+from pinn.experiment import compose_config, train
+from pinn.field import Field
+from pinn.loss import Batch, loss_terms, weighted_sum
+from pinn.models import MLP
+from pinn.plots import plot_loss, plot_solution
+from pinn.problem import Dirichlet, Problem, load_problem
+from pinn.trainer import FitResult, PointSampler, TrainSettings, fit
+from pinn.validation import Validator, evaluation_points
+
+__all__ = [
+    "MLP",
+    "Batch",
+    "BoundaryPoints",
+    "Box",
+    "CheckpointError",
+    "ConfigError",
+    "Dirichlet",
+    "Field",
+    "FitResult",
+    "NotPointwiseError",
+    "PinnError",
+    "PointSampler",
+    "Problem",
+    "TrainSettings",
+    "TrainingDiverged",
+    "Validator",
+    "check_pointwise",
+    "compose_config",
+    "evaluation_points",
+    "fit",
+    "gradient",
+    "hessian",
+    "hessian_diag",
+    "laplacian",
+    "load_checkpoint",
+    "load_problem",
+    "loss_terms",
+    "plot_loss",
+    "plot_solution",
+    "save_checkpoint",
+    "train",
+    "weighted_sum",
+]

@@ -1,0 +1,43 @@
+"""`python -m pinn problem=<name> [key=value ...]`: a thin Hydra entry point around `train`."""
+
+import sys
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from pinn.errors import PinnError
+from pinn.experiment import train
+
+
+@hydra.main(config_path="../conf", config_name="config", version_base="1.3")
+def main(cfg: DictConfig) -> float | None:
+    run_dir = HydraConfig.get().runtime.output_dir
+    try:
+        metrics = train(cfg, run_dir)
+    except PinnError as error:
+        print(f"pinn: error: {error}", file=sys.stderr)
+        sys.exit(1)
+    print(summary(metrics, run_dir))
+    return metrics["rel_l2"]  # what a Hydra sweeper would minimise
+
+
+def summary(metrics: dict, run_dir: str) -> str:
+    """The few lines the console ends with."""
+    def number(value):
+        return "n/a (no exact solution)" if value is None else f"{value:.3e}"
+
+    return "\n".join([
+        "",
+        f"rel_l2         {number(metrics['rel_l2'])}",
+        f"max_abs_error  {number(metrics['max_abs_error'])}",
+        f"final_loss     {metrics['final_loss']:.3e}",
+        f"steps          {metrics['steps']}",
+        f"wall_time_s    {metrics['wall_time_s']:.1f}",
+        f"outputs in     {run_dir}",
+        "               (metrics.json, history.csv, solution.png, loss.png, checkpoint.pt)",
+    ])
+
+
+if __name__ == "__main__":
+    main()

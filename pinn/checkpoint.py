@@ -1,0 +1,56 @@
+"""Checkpoints written atomically, so a crash mid-write never destroys the last good one."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from pinn.errors import PinnError
+
+CHECKPOINT_NAME = "checkpoint.pt"
+_FORMAT = "pinn-checkpoint-1"
+
+
+class CheckpointError(PinnError, ValueError):
+    """A file is not a readable pinn checkpoint."""
+
+
+def save_checkpoint(path: str | Path, state: dict[str, Any]) -> None:
+    """Write `state` (tensors, numbers, strings, lists, dicts) to `path` atomically.
+
+    The data goes to a temporary file in the same folder, is flushed to disk, and only then
+    replaces `path` in one rename: a reader sees the old file or the new one, never half of one.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            torch.save({"format": _FORMAT, **state}, file)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def load_checkpoint(path: str | Path) -> dict[str, Any]:
+    """Read a checkpoint written by `save_checkpoint` (with `weights_only=True`: no code runs)."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"no checkpoint at {path}")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError) as error:
+        raise CheckpointError(
+            f"{path} is not a readable pinn checkpoint (corrupt, truncated or foreign): {error}"
+        ) from error
+    if not isinstance(state, dict) or state.get("format") != _FORMAT:
+        raise CheckpointError(f"{path} is a torch file but not a pinn checkpoint")
+    return state

@@ -1,0 +1,17 @@
+"""The errors `pinn` raises for the user to read: each says what was wrong and how to fix it."""
+
+
+class PinnError(Exception):
+    """Base class of every error raised by pinn on purpose."""
+
+
+class ConfigError(PinnError, ValueError):
+    """A configuration value or argument is invalid; raised before any work is done."""
+
+
+class NotPointwiseError(PinnError, ValueError):
+    """A model couples the points of a batch, so per-point derivatives would be wrong."""
+
+
+class TrainingDiverged(PinnError, RuntimeError):
+    """The loss became NaN or infinite; the last good checkpoint is kept on disk."""

@@ -1,0 +1,146 @@
+"""A lazy, caching view of a network's outputs and their input derivatives at a batch of points.
+
+`Field` runs the network once and computes derivatives only when asked, each at most once:
+
+    u = Field(model, x, input_names=("x", "y"))
+    u.laplacian()            # one backward for the gradient, one more per input dimension
+    u.d("x"), u.d2("x")      # reuse the gradient and the second-derivative row already built
+
+Every derivative is built with `create_graph=True`, so it stays differentiable in the model's
+parameters and goes straight into a loss.
+
+The batch "sum trick": for a pointwise model (row i of the output depends only on row i of the
+input), d(sum_i u_i)/dx_i = du_i/dx_i, so one backward pass of the batch sum gives every point's
+gradient at once. That is why models must be pointwise (see `pinn.derivatives.check_pointwise`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+
+Model = Callable[[torch.Tensor], torch.Tensor]
+
+
+class Field:
+    """Outputs of `f` at points `x`, with lazily computed, cached input derivatives.
+
+    Args:
+        f: a pointwise callable (N, d) -> (N, m); an (N,) output counts as m = 1.
+        x: (N, d) points. They are detached: derivatives are taken with respect to a copy.
+        input_names: d names for the input coordinates, so `d("x")` can be asked by name.
+        output_names: m names for the outputs, so `value("v")` can be asked by name.
+
+    Every method returns one output component as an (N,) or (N, d[, d]) tensor. With a single
+    output `out` may be left out; with several, name it (or give its index).
+    """
+
+    def __init__(
+        self,
+        f: Model,
+        x: torch.Tensor,
+        input_names: Sequence[str] | None = None,
+        output_names: Sequence[str] | None = None,
+    ):
+        if x.ndim != 2:
+            raise ValueError(f"points must have shape (N, d), got {tuple(x.shape)}")
+        self.x = x.detach().requires_grad_(True)
+        values = f(self.x)
+        if values.ndim == 1:
+            values = values.unsqueeze(1)
+        if values.ndim != 2 or values.shape[0] != x.shape[0]:
+            raise ValueError(
+                f"the model must map (N, d) points to (N, m) outputs; "
+                f"got {tuple(values.shape)} from input {tuple(x.shape)}"
+            )
+        self.values = values
+        self.input_names = tuple(input_names or [f"x{i}" for i in range(x.shape[1])])
+        self.output_names = tuple(output_names or [f"u{i}" for i in range(values.shape[1])])
+        _check_names("input", self.input_names, x.shape[1])
+        _check_names("output", self.output_names, values.shape[1])
+        self._gradients: dict[int, torch.Tensor] = {}
+        self._hessian_rows: dict[tuple[int, int], torch.Tensor] = {}
+
+    @property
+    def dim(self) -> int:
+        return self.x.shape[1]
+
+    # ---- what a residual asks for -------------------------------------------------------
+
+    def __call__(self, out: str | int | None = None) -> torch.Tensor:
+        """(N,) value of one output."""
+        return self.values[:, self._output(out)]
+
+    def d(self, var: str | int, out: str | int | None = None) -> torch.Tensor:
+        """(N,) first derivative of one output with respect to one input."""
+        return self.grad(out)[:, self._input(var)]
+
+    def d2(self, var: str | int, var2: str | int | None = None, out: str | int | None = None):
+        """(N,) second derivative d²u/d var d var2 (var2 defaults to var: the diagonal term)."""
+        row = self._hessian_row(self._output(out), self._input(var))
+        return row[:, self._input(var if var2 is None else var2)]
+
+    def grad(self, out: str | int | None = None) -> torch.Tensor:
+        """(N, d) gradient of one output."""
+        k = self._output(out)
+        if k not in self._gradients:
+            self._gradients[k] = _backward(self.values[:, k], self.x)
+        return self._gradients[k]
+
+    def hessian_diag(self, out: str | int | None = None) -> torch.Tensor:
+        """(N, d) diagonal second derivatives of one output: one backward per dimension."""
+        k = self._output(out)
+        return torch.stack([self._hessian_row(k, j)[:, j] for j in range(self.dim)], dim=1)
+
+    def laplacian(self, out: str | int | None = None) -> torch.Tensor:
+        """(N,) Laplacian of one output, from the diagonal alone."""
+        return self.hessian_diag(out).sum(dim=1)
+
+    def hessian(self, out: str | int | None = None) -> torch.Tensor:
+        """(N, d, d) full Hessian of one output, for PDEs with mixed terms."""
+        k = self._output(out)
+        return torch.stack([self._hessian_row(k, j) for j in range(self.dim)], dim=1)
+
+    # ---- internals ------------------------------------------------------------------------
+
+    def _hessian_row(self, k: int, j: int) -> torch.Tensor:
+        if (k, j) not in self._hessian_rows:
+            self._hessian_rows[(k, j)] = _backward(self.grad(k)[:, j], self.x)
+        return self._hessian_rows[(k, j)]
+
+    def _output(self, out: str | int | None) -> int:
+        if out is None:
+            if len(self.output_names) != 1:
+                raise ValueError(
+                    f"this field has {len(self.output_names)} outputs {list(self.output_names)}; "
+                    f"name the one you want, e.g. u.laplacian({self.output_names[0]!r})"
+                )
+            return 0
+        return _index("output", out, self.output_names)
+
+    def _input(self, var: str | int) -> int:
+        return _index("input", var, self.input_names)
+
+
+def _backward(y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """(N, d) gradient of sum(y) w.r.t. x, kept differentiable; zeros where y ignores x."""
+    if not y.requires_grad:
+        return torch.zeros_like(x)
+    (grad,) = torch.autograd.grad(y.sum(), x, create_graph=True, allow_unused=True)
+    return torch.zeros_like(x) if grad is None else grad
+
+
+def _index(kind: str, key: str | int, names: tuple[str, ...]) -> int:
+    if isinstance(key, int):
+        if not 0 <= key < len(names):
+            raise IndexError(f"{kind} index {key} out of range for {len(names)} {kind}s")
+        return key
+    if key not in names:
+        raise KeyError(f"unknown {kind} {key!r}; the {kind}s are {list(names)}")
+    return names.index(key)
+
+
+def _check_names(kind: str, names: tuple[str, ...], expected: int) -> None:
+    if len(names) != expected:
+        raise ValueError(f"{expected} {kind} names needed, got {list(names)}")

@@ -1,0 +1,56 @@
+"""Loss assembly: the named, weighted mean-square terms of a problem at a batch of points."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import torch
+
+from pinn.domain import BoundaryPoints
+from pinn.errors import ConfigError
+from pinn.field import Field, Model
+from pinn.problem import Problem
+
+
+@dataclass(frozen=True)
+class Batch:
+    """The points one training step sees: (N_i, d) interior and the boundary points."""
+
+    interior: torch.Tensor
+    boundary: BoundaryPoints
+
+
+def loss_terms(problem: Problem, model: Model, batch: Batch) -> dict[str, torch.Tensor]:
+    """Mean-square residual of the PDE ("pde", or "pde_<key>" for systems) and each condition."""
+    interior = Field(model, batch.interior, problem.inputs, problem.outputs)
+    residual = problem.residual(interior.x, interior)
+    if isinstance(residual, Mapping):
+        terms = {f"pde_{key}": _mean_square(value) for key, value in residual.items()}
+    else:
+        terms = {"pde": _mean_square(residual)}
+    if problem.conditions:
+        boundary = Field(model, batch.boundary.points, problem.inputs, problem.outputs)
+        for condition in problem.conditions:
+            if condition.name in terms:
+                raise ConfigError(
+                    f"two loss terms are named {condition.name!r}; give each condition its own "
+                    "name, e.g. Dirichlet(on='x_min', name='left')"
+                )
+            terms[condition.name] = _mean_square(condition.residual(boundary, batch.boundary))
+    return terms
+
+
+def weighted_sum(terms: Mapping[str, torch.Tensor], weights: Mapping[str, float]) -> torch.Tensor:
+    """The scalar loss sum_k weights[k] * terms[k]; a term without a weight counts once."""
+    unknown = set(weights) - set(terms)
+    if unknown:
+        raise ConfigError(
+            f"problem.weights names unknown loss term(s) {sorted(unknown)}; "
+            f"the terms are {list(terms)}"
+        )
+    return sum(weights.get(name, 1.0) * value for name, value in terms.items())
+
+
+def _mean_square(residual: torch.Tensor) -> torch.Tensor:
+    return residual.square().mean()

@@ -1,0 +1,104 @@
+"""Networks: a multilayer perceptron with a fixed input rescaling, seeded initialisation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from pinn.errors import ConfigError
+
+ACTIVATIONS: dict[str, type[nn.Module]] = {
+    "tanh": nn.Tanh,
+    "sigmoid": nn.Sigmoid,
+    "softplus": nn.Softplus,
+    "silu": nn.SiLU,
+    "gelu": nn.GELU,
+}
+
+
+class Sin(nn.Module):
+    """Elementwise sine, the SIREN-style activation."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.sin(x)
+
+
+ACTIVATIONS["sin"] = Sin
+
+
+def make_activation(name: str) -> nn.Module:
+    """A new activation layer by name (tanh, sin, sigmoid, softplus, silu, gelu)."""
+    if name not in ACTIVATIONS:
+        raise ConfigError(
+            f"model.activation={name!r} is unknown; choose one of {', '.join(ACTIVATIONS)}"
+        )
+    return ACTIVATIONS[name]()
+
+
+class Rescale(nn.Module):
+    """Maps the box [lower, upper] affinely onto [-1, 1]^d, where tanh-like layers work best.
+
+    Not trained: the corners are buffers, so they move with `.to()` and live in the state dict.
+    """
+
+    def __init__(self, lower: Sequence[float], upper: Sequence[float]):
+        super().__init__()
+        lower_t = torch.tensor(lower, dtype=torch.float64)
+        upper_t = torch.tensor(upper, dtype=torch.float64)
+        self.register_buffer("center", (upper_t + lower_t) / 2)
+        self.register_buffer("half_width", (upper_t - lower_t) / 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x - self.center) / self.half_width
+
+
+class MLP(nn.Sequential):
+    """in_dim -> [Linear(width) -> activation] x depth -> Linear(out_dim).
+
+    Args:
+        in_dim: d, the number of input coordinates.
+        out_dim: m, the number of outputs.
+        width: neurons per hidden layer (>= 1).
+        depth: number of hidden layers (>= 1).
+        activation: name of the activation (see `ACTIVATIONS`).
+        lower, upper: optional box corners; inputs are rescaled from that box to [-1, 1]^d.
+        generator: seeds the Xavier-normal initialisation (biases start at zero).
+
+    Shapes: (N, in_dim) -> (N, out_dim).
+    """
+
+    def __init__(
+        self,
+        in_dim: int,
+        out_dim: int,
+        width: int = 32,
+        depth: int = 3,
+        activation: str = "tanh",
+        lower: Sequence[float] | None = None,
+        upper: Sequence[float] | None = None,
+        generator: torch.Generator | None = None,
+    ):
+        _require_positive("model.width", width)
+        _require_positive("model.depth", depth)
+        layers: list[nn.Module] = []
+        if lower is not None and upper is not None:
+            layers.append(Rescale(lower, upper))
+        sizes = [in_dim] + [width] * depth
+        for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
+            layers += [nn.Linear(fan_in, fan_out), make_activation(activation)]
+        layers.append(nn.Linear(width, out_dim))
+        super().__init__(*layers)
+        self._initialise(generator)
+
+    def _initialise(self, generator: torch.Generator | None) -> None:
+        for layer in self:
+            if isinstance(layer, nn.Linear):
+                nn.init.xavier_normal_(layer.weight, generator=generator)
+                nn.init.zeros_(layer.bias)
+
+
+def _require_positive(key: str, value: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigError(f"{key} must be a whole number >= 1, got {value!r}")
