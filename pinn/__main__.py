@@ -24,19 +24,22 @@ def main(cfg: DictConfig) -> float | None:
 
 def summary(metrics: dict, run_dir: str) -> str:
     """The few lines the console ends with."""
+
     def number(value):
         return "n/a (no exact solution)" if value is None else f"{value:.3e}"
 
-    return "\n".join([
-        "",
-        f"rel_l2         {number(metrics['rel_l2'])}",
-        f"max_abs_error  {number(metrics['max_abs_error'])}",
-        f"final_loss     {metrics['final_loss']:.3e}",
-        f"steps          {metrics['steps']}",
-        f"wall_time_s    {metrics['wall_time_s']:.1f}",
-        f"outputs in     {run_dir}",
-        "               (metrics.json, history.csv, solution.png, loss.png, checkpoint.pt)",
-    ])
+    return "\n".join(
+        [
+            "",
+            f"rel_l2         {number(metrics['rel_l2'])}",
+            f"max_abs_error  {number(metrics['max_abs_error'])}",
+            f"final_loss     {metrics['final_loss']:.3e}",
+            f"steps          {metrics['steps']}",
+            f"wall_time_s    {metrics['wall_time_s']:.1f}",
+            f"outputs in     {run_dir}",
+            "               (metrics.json, history.csv, solution.png, loss.png, checkpoint.pt)",
+        ]
+    )
 
 
 if __name__ == "__main__":

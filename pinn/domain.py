@@ -72,7 +72,8 @@ class Box:
         self.upper = tuple(float(v) for v in upper)
         self.dim = len(self.lower)
         if names is None:
-            names = _DEFAULT_NAMES[: self.dim] if self.dim <= 3 else [f"x{i}" for i in range(self.dim)]
+            numbered = [f"x{i}" for i in range(self.dim)]
+            names = _DEFAULT_NAMES[: self.dim] if self.dim <= 3 else numbered
         if len(names) != self.dim:
             raise ValueError(f"Box of dimension {self.dim} needs {self.dim} names, got {names}")
         self.names = tuple(names)

@@ -53,19 +53,35 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
     model = build_model(problem, cfg.model, seed).to(dtype=dtype, device=device)
     settings = TrainSettings(**OmegaConf.to_container(cfg.trainer))
     generator = torch.Generator().manual_seed(seed + 1)
-    points = PointSampler(problem.domain, cfg.problem.n_interior, cfg.problem.n_boundary,
-                          cfg.problem.sampler, generator, dtype, device)
-    validator = (Validator(problem, evaluation_points(problem, dtype=dtype, device=device))
-                 if problem.has_exact else None)
+    points = PointSampler(
+        problem.domain,
+        cfg.problem.n_interior,
+        cfg.problem.n_boundary,
+        cfg.problem.sampler,
+        generator,
+        dtype,
+        device,
+    )
+    validator = (
+        Validator(problem, evaluation_points(problem, dtype=dtype, device=device))
+        if problem.has_exact
+        else None
+    )
     resolved = OmegaConf.to_container(cfg, resolve=True)
 
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
     started = time.perf_counter()
-    result = fit(problem, model, settings, points,
-                 weights=OmegaConf.to_container(cfg.problem.weights),
-                 validator=validator, checkpoint_path=run_dir / CHECKPOINT_NAME,
-                 checkpoint_extra={"config": resolved})
+    result = fit(
+        problem,
+        model,
+        settings,
+        points,
+        weights=OmegaConf.to_container(cfg.problem.weights),
+        validator=validator,
+        checkpoint_path=run_dir / CHECKPOINT_NAME,
+        checkpoint_extra={"config": resolved},
+    )
     wall_time = time.perf_counter() - started
 
     metrics = summarise(result, validator, model, wall_time)
@@ -76,16 +92,27 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
 def build_model(problem: Problem, model_cfg: DictConfig, seed: int) -> MLP:
     """The MLP the config asks for, sized for the problem, seeded."""
     domain = problem.domain
-    return MLP(domain.dim, len(problem.outputs), model_cfg.width, model_cfg.depth,
-               model_cfg.activation, lower=domain.lower, upper=domain.upper,
-               generator=torch.Generator().manual_seed(seed))
+    return MLP(
+        domain.dim,
+        len(problem.outputs),
+        model_cfg.width,
+        model_cfg.depth,
+        model_cfg.activation,
+        lower=domain.lower,
+        upper=domain.upper,
+        generator=torch.Generator().manual_seed(seed),
+    )
 
 
 def summarise(result: FitResult, validator: Validator | None, model, wall_time: float) -> dict:
     """metrics.json's content: errors (None without an exact solution), time, steps, loss."""
     errors = validator.errors(model) if validator else {"rel_l2": None, "max_abs_error": None}
-    return {**errors, "wall_time_s": wall_time, "steps": result.steps,
-            "final_loss": result.final_loss}
+    return {
+        **errors,
+        "wall_time_s": wall_time,
+        "steps": result.steps,
+        "final_loss": result.final_loss,
+    }
 
 
 def write_outputs(run_dir: Path, problem: Problem, model, result: FitResult, metrics: dict):

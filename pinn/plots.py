@@ -29,8 +29,10 @@ def plot_solution(
     domain = problem.domain
     dtype = next(_parameters(model), torch.zeros(())).dtype
     device = next(_parameters(model), torch.zeros(())).device
-    axes_1d = [torch.linspace(lo, hi, n_per_dim, dtype=dtype, device=device)
-               for lo, hi in zip(domain.lower[:2], domain.upper[:2])]
+    axes_1d = [
+        torch.linspace(lo, hi, n_per_dim, dtype=dtype, device=device)
+        for lo, hi in zip(domain.lower[:2], domain.upper[:2])
+    ]
     if domain.dim == 1:
         points = axes_1d[0][:, None]
     else:
@@ -48,14 +50,17 @@ def plot_solution(
     label = problem.outputs[out]
     figure, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.8), squeeze=False)
     for axis, (title, values) in zip(axes[0], panels.items()):
-        values = values.detach().cpu().double()
+        values = values.detach().cpu().double().numpy()
         if domain.dim == 1:
-            axis.plot(points[:, 0].cpu(), values)
+            axis.plot(points[:, 0].cpu().numpy(), values)
             axis.set_xlabel(domain.names[0])
         else:
             image = axis.pcolormesh(
-                axes_1d[0].cpu(), axes_1d[1].cpu(), values.reshape(n_per_dim, n_per_dim).T,
-                shading="auto", cmap="magma" if title == "|error|" else "viridis",
+                axes_1d[0].cpu().numpy(),
+                axes_1d[1].cpu().numpy(),
+                values.reshape(n_per_dim, n_per_dim).T,
+                shading="auto",
+                cmap="magma" if title == "|error|" else "viridis",
             )
             figure.colorbar(image, ax=axis)
             axis.set_xlabel(domain.names[0])
@@ -73,8 +78,12 @@ def plot_loss(history: Sequence[dict], path: str | Path) -> None:
     names = [key for key in history[0] if key not in _NON_TERMS] if history else []
     steps = [row["step"] for row in history]
     for name in names:
-        axis.semilogy(steps, [row[name] for row in history], label=name,
-                      linewidth=2.0 if name == "loss" else 1.2)
+        axis.semilogy(
+            steps,
+            [row[name] for row in history],
+            label=name,
+            linewidth=2.0 if name == "loss" else 1.2,
+        )
     axis.set_xlabel("step")
     axis.set_ylabel("mean-square residual")
     axis.set_title("training loss")

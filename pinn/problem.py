@@ -125,6 +125,7 @@ def load_problem(target: str, params: dict | None = None) -> Problem:
         ) from error
     cls = getattr(module, class_name, None)
     if not (isinstance(cls, type) and issubclass(cls, Problem)):
-        raise ConfigError(f"problem.target={target!r}: {module_name} has no Problem subclass "
-                          f"named {class_name!r}")
+        raise ConfigError(
+            f"problem.target={target!r}: {module_name} has no Problem subclass named {class_name!r}"
+        )
     return cls(**(params or {}))

@@ -123,8 +123,16 @@ def fit(
     Raises:
         TrainingDiverged: the loss became NaN or inf; the last good checkpoint is kept.
     """
-    run = _Run(problem, model, settings, points, dict(weights or {}), validator,
-               checkpoint_path, dict(checkpoint_extra or {}))
+    run = _Run(
+        problem,
+        model,
+        settings,
+        points,
+        dict(weights or {}),
+        validator,
+        checkpoint_path,
+        dict(checkpoint_extra or {}),
+    )
     return run.train()
 
 
@@ -138,8 +146,12 @@ class _Run:
         self.result = FitResult()
         self._last_saved: int | None = None
         self.started = time.perf_counter()
-        self.bar = tqdm(total=settings.steps + settings.lbfgs_steps, disable=not settings.progress,
-                        desc="adam", dynamic_ncols=True)
+        self.bar = tqdm(
+            total=settings.steps + settings.lbfgs_steps,
+            disable=not settings.progress,
+            desc="adam",
+            dynamic_ncols=True,
+        )
 
     def train(self) -> FitResult:
         batch = self.points.draw()
@@ -188,8 +200,13 @@ class _Run:
         self.bar.set_description("lbfgs")
         chunk = min(self.settings.log_every, remaining)
         optimizer = torch.optim.LBFGS(
-            self.model.parameters(), lr=1.0, max_iter=chunk, max_eval=3 * chunk,
-            history_size=50, line_search_fn="strong_wolfe", tolerance_grad=0.0,
+            self.model.parameters(),
+            lr=1.0,
+            max_iter=chunk,
+            max_eval=3 * chunk,
+            history_size=50,
+            line_search_fn="strong_wolfe",
+            tolerance_grad=0.0,
             tolerance_change=0.0,
         )
         latest: dict[str, Any] = {}
@@ -207,8 +224,10 @@ class _Run:
             optimizer.step(closure)
             done = _lbfgs_iterations(optimizer) - before
             if done == 0:
-                tqdm.write(f"L-BFGS stopped after {self.settings.lbfgs_steps - remaining} "
-                           "iterations: the line search found no lower loss.")
+                tqdm.write(
+                    f"L-BFGS stopped after {self.settings.lbfgs_steps - remaining} "
+                    "iterations: the line search found no lower loss."
+                )
                 return
             remaining -= done
             self._advance(done)
@@ -222,8 +241,11 @@ class _Run:
         loss = weighted_sum(terms, self.weights)
         if not torch.isfinite(loss):
             bad = [name for name, value in terms.items() if not torch.isfinite(value)]
-            where = f"written at step {self._last_saved}" if self._last_saved is not None else (
-                "not written: no step finished with a finite loss")
+            where = (
+                f"written at step {self._last_saved}"
+                if self._last_saved is not None
+                else ("not written: no step finished with a finite loss")
+            )
             raise TrainingDiverged(
                 f"the loss became {loss.item()} at step {self.result.steps} ({phase}; "
                 f"non-finite terms: {bad}). Training stopped; the last good checkpoint was "
@@ -239,8 +261,13 @@ class _Run:
         every = self.settings.log_every
         if not force and step % every:
             return
-        row = {"step": step, "phase": phase, "loss": loss.item(), "lr": lr,
-               **{name: value.item() for name, value in terms.items()}}
+        row = {
+            "step": step,
+            "phase": phase,
+            "loss": loss.item(),
+            "lr": lr,
+            **{name: value.item() for name, value in terms.items()},
+        }
         if self.validator is not None:
             row["rel_l2"] = self.validator.errors(self.model)["rel_l2"]
         row["time_s"] = time.perf_counter() - self.started
@@ -258,8 +285,13 @@ class _Run:
     def _checkpoint(self, loss: torch.Tensor) -> None:
         if self.checkpoint_path is None:
             return
-        state = {"model": self.model.state_dict(), "step": self.result.steps,
-                 "loss": loss.item(), "history": self.result.history, **self.checkpoint_extra}
+        state = {
+            "model": self.model.state_dict(),
+            "step": self.result.steps,
+            "loss": loss.item(),
+            "history": self.result.history,
+            **self.checkpoint_extra,
+        }
         save_checkpoint(self.checkpoint_path, state)
         self._last_saved = self.result.steps
 
@@ -272,4 +304,3 @@ def _lbfgs_iterations(optimizer: torch.optim.LBFGS) -> int:
 def _require_int(key: str, value: Any, minimum: int, prefix: str = "trainer.") -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
         raise ConfigError(f"{prefix}{key} must be a whole number >= {minimum}, got {value!r}")
-

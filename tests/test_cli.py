@@ -1,0 +1,190 @@
+"""`python -m pinn`: the command a user types, run as a subprocess with one thread."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+FAST = [
+    "trainer.steps=30",
+    "trainer.lbfgs_steps=5",
+    "trainer.progress=false",
+    "problem.n_interior=64",
+    "problem.n_boundary=32",
+    "model.width=8",
+    "threads=1",
+]
+
+# The worked example of the README: a new PDE in its own module plus one yaml.
+REACTION_MODULE = '''
+from math import pi
+
+import torch
+
+from pinn import Box, Dirichlet, Problem
+
+
+class ReactionDiffusion(Problem):
+    """-u'' + u = (1 + pi^2) sin(pi x) on [0, 1], u(0) = u(1) = 0; exact u = sin(pi x)."""
+
+    domain = Box([0.0], [1.0])
+    conditions = [Dirichlet(on="boundary", value=0.0)]
+
+    def residual(self, x, u):
+        return -u.d2("x") + u() - (1 + pi**2) * torch.sin(pi * x[:, 0])
+
+    def exact(self, x):
+        return torch.sin(pi * x[:, 0])
+'''
+REACTION_YAML = """
+target: reaction.ReactionDiffusion
+params: {}
+n_interior: 128
+n_boundary: 2
+sampler: sobol
+weights:
+  dirichlet: 10.0
+"""
+
+
+def run_pinn(*args, cwd=REPO, extra_path=None):
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HYDRA_FULL_ERROR": "0"}
+    if extra_path:
+        env["PYTHONPATH"] = os.pathsep.join([str(extra_path), env.get("PYTHONPATH", "")])
+    return subprocess.run(
+        [sys.executable, "-m", "pinn", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_unknown_problem_lists_the_available_ones(tmp_path):
+    result = run_pinn("problem=no_such_pde", f"hydra.run.dir={tmp_path}")
+    assert result.returncode != 0
+    assert "no_such_pde" in result.stderr + result.stdout
+    assert "Available options in 'problem'" in result.stderr + result.stdout
+    assert "poisson" in result.stderr + result.stdout
+
+
+def test_bad_value_is_refused_with_a_message_not_a_traceback(tmp_path):
+    result = run_pinn("model.activation=relu", f"hydra.run.dir={tmp_path}")
+    assert result.returncode == 1
+    assert "model.activation='relu' is unknown; choose one of tanh" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "checkpoint.pt").exists()
+
+
+def test_overrides_run_and_console_summary(tmp_path):
+    result = run_pinn(
+        *FAST,
+        "model.depth=2",
+        "model.activation=gelu",
+        "trainer.lr=0.01",
+        "trainer.resample_every=10",
+        "seed=4",
+        "dtype=float32",
+        f"hydra.run.dir={tmp_path}",
+    )
+    assert result.returncode == 0, result.stderr
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert f"rel_l2         {metrics['rel_l2']:.3e}" in result.stdout
+    assert f"outputs in     {tmp_path}" in result.stdout
+    resolved = (tmp_path / "config.yaml").read_text()
+    for line in (
+        "activation: gelu",
+        "lr: 0.01",
+        "resample_every: 10",
+        "seed: 4",
+        "dtype: float32",
+        "depth: 2",
+    ):
+        assert line in resolved
+
+
+def test_multirun_sweeps_every_combination(tmp_path):
+    result = run_pinn(
+        "-m",
+        *FAST,
+        "trainer.steps=5",
+        "trainer.lbfgs_steps=0",
+        "seed=0,1",
+        "model.width=4,6",
+        f"hydra.sweep.dir={tmp_path}",
+    )
+    assert result.returncode == 0, result.stderr
+    runs = sorted(tmp_path.glob("*/metrics.json"))
+    assert len(runs) == 4
+    widths = sorted(
+        int(line.split()[-1])
+        for run in runs
+        for line in (run.parent / "config.yaml").read_text().splitlines()
+        if line.strip().startswith("width:")
+    )
+    assert widths == [4, 4, 6, 6]
+
+
+def write_problem(folder: Path, name: str, module_name: str, module: str, yaml: str) -> Path:
+    """Lay out a problem outside the repository the README's way: module + conf/problem yaml."""
+    (folder / f"{module_name}.py").write_text(textwrap.dedent(module))
+    (folder / "conf" / "problem").mkdir(parents=True, exist_ok=True)
+    (folder / "conf" / "problem" / f"{name}.yaml").write_text(textwrap.dedent(yaml))
+    return folder / "conf"
+
+
+def test_a_new_problem_module_trains_to_stated_accuracy(tmp_path):
+    conf = write_problem(tmp_path, "reaction", "reaction", REACTION_MODULE, REACTION_YAML)
+    run_dir = tmp_path / "run"
+    result = run_pinn(
+        "problem=reaction",
+        f"hydra.searchpath=[file://{conf}]",
+        "trainer.steps=300",
+        "trainer.lbfgs_steps=200",
+        "trainer.progress=false",
+        "model.width=16",
+        "model.depth=2",
+        "threads=1",
+        f"hydra.run.dir={run_dir}",
+        extra_path=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["rel_l2"] <= 1e-3  # stated accuracy for this 1-D problem
+
+
+def test_nan_stops_the_cli_with_a_clear_message(tmp_path):
+    module = """
+    from problems.poisson import Poisson
+
+
+    class NaNPoisson(Poisson):
+        calls = 0
+
+        def residual(self, x, u):
+            type(self).calls += 1
+            return super().residual(x, u) * (float("nan") if self.calls > 12 else 1.0)
+    """
+    yaml = (
+        "target: nanpoisson.NaNPoisson\nparams: {}\nn_interior: 32\nn_boundary: 16\n"
+        "sampler: sobol\nweights: {}\n"
+    )
+    conf = write_problem(tmp_path, "nanpoisson", "nanpoisson", module, yaml)
+    run_dir = tmp_path / "run"
+    result = run_pinn(
+        "problem=nanpoisson",
+        f"hydra.searchpath=[file://{conf}]",
+        *FAST,
+        "trainer.checkpoint_every=5",
+        f"hydra.run.dir={run_dir}",
+        extra_path=tmp_path,
+    )
+    assert result.returncode == 1
+    assert "loss became nan at step 12" in result.stderr
+    assert "last good checkpoint was written at step 10" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert (run_dir / "checkpoint.pt").exists()

@@ -1,0 +1,104 @@
+"""train(cfg): configs compose, bad values are refused before work, the run directory is full."""
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from pinn import ConfigError, compose_config, load_checkpoint, train
+from pinn.experiment import CONF_DIR
+
+TINY = [
+    "trainer.steps=20",
+    "trainer.lbfgs_steps=5",
+    "trainer.log_every=5",
+    "trainer.progress=false",
+    "problem.n_interior=64",
+    "problem.n_boundary=32",
+    "model.width=8",
+    "model.depth=2",
+]
+PROBLEMS = sorted(p.stem for p in (CONF_DIR / "problem").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("name", PROBLEMS)
+def test_every_problem_config_composes_and_loads(name):
+    from pinn import load_problem
+
+    cfg = compose_config([f"problem={name}"])
+    problem = load_problem(cfg.problem.target, dict(cfg.problem.params))
+    assert problem.domain.dim >= 1
+    assert cfg.problem.n_interior > 0 and cfg.problem.n_boundary > 0
+
+
+@pytest.mark.parametrize(
+    ("override", "key", "allowed"),
+    [
+        ("trainer.steps=-5", "trainer.steps", ">= 0"),
+        ("trainer.lbfgs_steps=-1", "trainer.lbfgs_steps", ">= 0"),
+        ("trainer.lr=-0.1", "trainer.lr", "> 0"),
+        ("trainer.resample_every=-2", "trainer.resample_every", ">= 0"),
+        ("problem.n_interior=0", "problem.n_interior", ">= 1"),
+        ("problem.n_boundary=0", "problem.n_boundary", ">= 1"),
+        ("problem.sampler=grid", "sampling method", "uniform, sobol, lhs"),
+        ("model.width=0", "model.width", ">= 1"),
+        ("model.depth=0", "model.depth", ">= 1"),
+        ("model.activation=relu", "model.activation", "tanh, sigmoid, softplus, silu, gelu, sin"),
+        ("dtype=float16", "dtype", "float32, float64"),
+        ("seed=-1", "seed", ">= 0"),
+        ("problem.target=problems.nope.Nope", "problem.target", "problems/"),
+        ("+problem.weights.bc=1", "problem.weights", "'pde', 'dirichlet'"),
+    ],
+)
+def test_nonsense_is_refused_before_training(tmp_path, override, key, allowed):
+    cfg = compose_config([*TINY, override])
+    with pytest.raises(ConfigError) as error:
+        train(cfg, tmp_path)
+    assert key in str(error.value) and allowed in str(error.value)
+    assert not (tmp_path / "checkpoint.pt").exists()
+    assert not (tmp_path / "history.csv").exists()
+
+
+def test_run_directory_holds_every_output(tmp_path):
+    cfg = compose_config([*TINY, "dtype=float32", "seed=3", "model.activation=sin"])
+    metrics = train(cfg, tmp_path)
+
+    assert set(metrics) >= {"rel_l2", "max_abs_error", "wall_time_s", "steps", "final_loss"}
+    assert metrics["steps"] == 25
+    assert json.loads((tmp_path / "metrics.json").read_text()) == metrics
+    assert 0 < metrics["rel_l2"] < 10 and metrics["max_abs_error"] > 0
+
+    config_text = (tmp_path / "config.yaml").read_text()
+    assert "activation: sin" in config_text and "seed: 3" in config_text
+
+    with open(tmp_path / "history.csv") as file:
+        rows = list(csv.DictReader(file))
+    assert {"step", "phase", "loss", "pde", "dirichlet", "rel_l2"} <= set(rows[0])
+    assert [int(r["step"]) for r in rows] == sorted(int(r["step"]) for r in rows)
+    assert {r["phase"] for r in rows} == {"adam", "lbfgs", "final"}
+    assert float(rows[-1]["loss"]) == pytest.approx(metrics["final_loss"])
+
+    for picture in ("solution.png", "loss.png"):
+        assert (tmp_path / picture).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    state = load_checkpoint(tmp_path / "checkpoint.pt")
+    assert state["step"] == 25
+    assert state["config"]["model"]["width"] == 8
+    weights = [t for t in state["model"].values() if t.ndim == 2]
+    assert weights[0].shape == (8, 2) and weights[0].dtype == torch.float32
+
+
+def test_overrides_reach_the_objects(tmp_path):
+    cfg = compose_config([*TINY, "model.width=5", "model.depth=3", "dtype=float64"])
+    train(cfg, tmp_path)
+    state = load_checkpoint(tmp_path / "checkpoint.pt")
+    weights = [t for t in state["model"].values() if t.ndim == 2]
+    assert [tuple(w.shape) for w in weights] == [(5, 2), (5, 5), (5, 5), (1, 5)]
+    assert weights[0].dtype == torch.float64
+
+
+def test_conf_dir_is_the_repository_conf():
+    assert (CONF_DIR / "config.yaml").is_file()
+    assert Path(CONF_DIR).name == "conf"
