@@ -35,8 +35,9 @@ class BoundaryPoints:
     face: torch.Tensor
     face_names: tuple[str, ...]
 
-    def on(self, faces: Sequence[str]) -> torch.Tensor:
-        """(N,) bool mask of the points that lie on any of the named faces."""
+    def on(self, faces: str | Sequence[str]) -> torch.Tensor:
+        """(N,) bool mask of the points that lie on the named face or on any of the faces."""
+        faces = [faces] if isinstance(faces, str) else list(faces)
         unknown = [name for name in faces if name not in self.face_names]
         if unknown:
             raise ConfigError(
@@ -125,15 +126,13 @@ class Box:
         counts = _share(n, self.face_areas())
         points, normals, faces = [], [], []
         for face, count in enumerate(counts):
-            if count == 0:
-                continue
             axis, side = divmod(face, 2)
-            unit = unit_cube(count, self.dim, generator, method, dtype, device)
             # With d = 1 a face is a point; otherwise the free coordinates cover the face.
-            unit[:, axis] = float(side)
+            on_face = self._scale(unit_cube(count, self.dim, generator, method, dtype, device))
+            on_face[:, axis] = self.upper[axis] if side else self.lower[axis]  # exactly on it
             normal = torch.zeros(count, self.dim, dtype=dtype, device=device)
             normal[:, axis] = 1.0 if side else -1.0
-            points.append(self._scale(unit))
+            points.append(on_face)
             normals.append(normal)
             faces.append(torch.full((count,), face, dtype=torch.long, device=device))
         return BoundaryPoints(
@@ -161,6 +160,12 @@ def unit_cube(
     device: str | torch.device,
 ) -> torch.Tensor:
     """(n, dim) points in [0, 1)^dim by `method` (uniform, sobol or lhs), drawn from `generator`."""
+    if method not in SAMPLING_METHODS:
+        raise ConfigError(
+            f"unknown sampling method {method!r}; choose one of {', '.join(SAMPLING_METHODS)}"
+        )
+    if n == 0:
+        return torch.empty(0, dim, dtype=dtype, device=device)
     if method == "uniform":
         unit = torch.rand(n, dim, generator=generator, dtype=torch.float64)
     elif method == "sobol":
@@ -169,14 +174,10 @@ def unit_cube(
         unit = torch.quasirandom.SobolEngine(dim, scramble=True, seed=seed).draw(
             n, dtype=torch.float64
         )
-    elif method == "lhs":
+    else:  # lhs
         strata = torch.stack([torch.randperm(n, generator=generator) for _ in range(dim)], dim=1)
         jitter = torch.rand(n, dim, generator=generator, dtype=torch.float64)
         unit = (strata + jitter) / n
-    else:
-        raise ConfigError(
-            f"unknown sampling method {method!r}; choose one of {', '.join(SAMPLING_METHODS)}"
-        )
     return unit.to(dtype=dtype, device=device)
 
 

@@ -51,7 +51,8 @@ class Rescale(nn.Module):
         self.register_buffer("half_width", (upper_t - lower_t) / 2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return (x - self.center) / self.half_width
+        # The corners are kept in float64; cast so a float32 model stays float32.
+        return (x - self.center.to(x.dtype)) / self.half_width.to(x.dtype)
 
 
 class MLP(nn.Sequential):

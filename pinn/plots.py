@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-import matplotlib
+import torch
 
-matplotlib.use("Agg")  # files only: works on machines without a display
-import matplotlib.pyplot as plt  # noqa: E402
-import torch  # noqa: E402
+# Figure without pyplot: no GUI backend is chosen or changed, so this works on headless machines
+# and leaves a notebook's inline backend alone.
+from matplotlib.figure import Figure
 
-from pinn.field import Model  # noqa: E402
-from pinn.problem import Problem  # noqa: E402
-from pinn.validation import predict  # noqa: E402
+from pinn.field import Model
+from pinn.problem import Problem
+from pinn.validation import predict
 
 _NON_TERMS = {"step", "phase", "lr", "rel_l2", "time_s"}
 
@@ -48,7 +48,8 @@ def plot_solution(
         panels["exact"] = exact if exact.ndim == 1 else exact[:, out]
         panels["|error|"] = (panels["predicted"] - panels["exact"]).abs()
     label = problem.outputs[out]
-    figure, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.8), squeeze=False)
+    figure = Figure(figsize=(4.6 * len(panels), 3.8))
+    axes = figure.subplots(1, len(panels), squeeze=False)
     for axis, (title, values) in zip(axes[0], panels.items()):
         values = values.detach().cpu().double().numpy()
         if domain.dim == 1:
@@ -69,12 +70,12 @@ def plot_solution(
         axis.set_title(f"{title} {label}")
     figure.tight_layout()
     figure.savefig(path, dpi=110)
-    plt.close(figure)
 
 
 def plot_loss(history: Sequence[dict], path: str | Path) -> None:
     """Write the loss and each loss term against the step, log scale, one line per term."""
-    figure, axis = plt.subplots(figsize=(6.4, 4.2))
+    figure = Figure(figsize=(6.4, 4.2))
+    axis = figure.subplots()
     names = [key for key in history[0] if key not in _NON_TERMS] if history else []
     steps = [row["step"] for row in history]
     for name in names:
@@ -91,7 +92,6 @@ def plot_loss(history: Sequence[dict], path: str | Path) -> None:
     axis.grid(True, which="both", alpha=0.3)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
-    plt.close(figure)
 
 
 def _parameters(model: Model):

@@ -75,7 +75,7 @@ def evaluate_value(value: Value, points: torch.Tensor) -> torch.Tensor:
 def _face_mask(faces: str | Sequence[str], boundary: BoundaryPoints) -> torch.Tensor:
     if faces == "boundary":
         return torch.ones_like(boundary.face, dtype=torch.bool)
-    return boundary.on([faces] if isinstance(faces, str) else list(faces))
+    return boundary.on(faces)
 
 
 class Problem:
