@@ -1,0 +1,135 @@
+"""Unbiased stochastic estimates of the Laplacian, at the cost of s directions instead of d.
+
+tr H = E[v^T H v] whenever E[v v^T] = I, so the mean of s second directional derivatives
+v^T H v estimates the Laplacian without bias, for any s:
+
+    "rademacher"  v with independent ±1 entries (Hutchinson)
+    "gaussian"    v ~ N(0, I) (Hutchinson)
+    "sparse"      s distinct coordinates e_j drawn without replacement, scaled by d/s: the
+                  stochastic Taylor derivative estimator (Shi et al. 2024); exact at s = d
+
+Every point draws its own directions, so the errors at different points are independent and
+average out in a mean squared residual. The v^T H v come from one collapsed forward Taylor
+pass when the model allows it (`pinn.taylor`), else from Hessian-vector products with
+torch.autograd, one backward pass per output and direction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+
+from pinn.derivatives import check_pointwise
+from pinn.taylor import taylor_forward, taylor_supported
+
+Tensor = torch.Tensor
+Model = Callable[[Tensor], Tensor]
+METHODS = ("rademacher", "gaussian", "sparse")
+
+
+def stochastic_laplacian(
+    f: Model, x: Tensor, samples: int, generator: torch.Generator, method: str = "rademacher"
+) -> Tensor:
+    """(N, m) unbiased estimate of the Laplacian of f's outputs at the (N, d) points x.
+
+    Args:
+        f: a pointwise callable (N, d) -> (N, m); an nn.Sequential that `taylor_supported`
+            accepts runs in one forward pass, anything else through autograd.
+        x: (N, d) points.
+        samples: s, the number of random directions per point; the variance falls like 1/s
+            (faster for "sparse", which is exact at s = d).
+        generator: draws the directions, so a seed reproduces the estimate.
+        method: one of METHODS (see the module docstring).
+
+    The estimate stays differentiable in f's parameters, so it can go straight into a loss.
+    """
+    directions, scale = random_directions(method, x, samples, generator)
+    return scale * second_directional_sum(f, x, directions)
+
+
+def random_directions(
+    method: str, x: Tensor, samples: int, generator: torch.Generator
+) -> tuple[Tensor, float]:
+    """Per-point random directions for the (N, d) points x, and the factor that unbiases them.
+
+    Returns:
+        directions: (N, s, d) floats for "rademacher" and "gaussian", (N, s) sorted distinct
+            input indices (standing for unit vectors) for "sparse".
+        scale: 1/s, or d/s for "sparse", so that scale * Σ_i v_i^T H v_i has mean tr H.
+    """
+    _check_arguments(method, x, samples, generator)
+    n_points, dim = x.shape
+    device = generator.device
+    if method == "sparse":
+        # The s largest of d uniform scores are a uniform random s-subset of the coordinates;
+        # sorted, so that s = d gives exactly the deterministic Laplacian's order of summation.
+        scores = torch.rand(n_points, dim, generator=generator, device=device)
+        chosen = scores.topk(samples, dim=1).indices.sort(dim=1).values
+        return chosen.to(x.device), dim / samples
+    shape = (n_points, samples, dim)
+    if method == "gaussian":
+        directions = torch.randn(shape, generator=generator, dtype=x.dtype, device=device)
+    else:
+        signs = torch.randint(0, 2, shape, generator=generator, device=device)
+        directions = (2 * signs - 1).to(x.dtype)
+    return directions.to(x.device), 1 / samples
+
+
+def second_directional_sum(f: Model, x: Tensor, directions: Tensor) -> Tensor:
+    """(N, m) Σ_i v_i^T H(x_n) v_i over each point's directions.
+
+    x: (N, d) points; directions: (N, s, d) floats, or (N, s) input indices for unit vectors.
+    One collapsed Taylor pass when f supports it, else Hessian-vector products by autograd.
+    """
+    if taylor_supported(f)[0]:
+        return taylor_forward(f, x, directions, "collapsed").second
+    return _autograd_sum(f, x, directions)
+
+
+def _autograd_sum(f: Model, x: Tensor, directions: Tensor) -> Tensor:
+    # The fallback for any pointwise callable: by the batch sum trick, one backward of
+    # Σ_n ∇u(x_n)·v_n gives every point's H v_n, hence v_n^T H v_n; one pass per direction.
+    if not directions.is_floating_point():
+        directions = F.one_hot(directions, x.shape[1]).to(x.dtype)
+    check_pointwise(f, x)
+    x = x.detach().requires_grad_(True)
+    values = f(x)
+    values = values.unsqueeze(1) if values.ndim == 1 else values
+    sums = []
+    for out in range(values.shape[1]):
+        gradient = _grad(values[:, out], x)
+        total = torch.zeros_like(values[:, out])
+        for v in directions.unbind(dim=1):
+            hessian_v = _grad((gradient * v).sum(dim=1), x)
+            total = total + (hessian_v * v).sum(dim=1)
+        sums.append(total)
+    return torch.stack(sums, dim=1)
+
+
+def _grad(y: Tensor, x: Tensor) -> Tensor:
+    """(N, d) gradient of sum(y) w.r.t. x, kept differentiable; zeros where y ignores x."""
+    if not y.requires_grad:
+        return torch.zeros_like(x)
+    (grad,) = torch.autograd.grad(y.sum(), x, create_graph=True, allow_unused=True)
+    return torch.zeros_like(x) if grad is None else grad
+
+
+def _check_arguments(method: str, x: Tensor, samples: int, generator: torch.Generator) -> None:
+    if method not in METHODS:
+        raise ValueError(f"method={method!r} is unknown; choose one of {', '.join(METHODS)}")
+    if x.ndim != 2 or not x.is_floating_point():
+        raise ValueError(f"points must be floats of shape (N, d), got {x.dtype} {tuple(x.shape)}")
+    if not isinstance(samples, int) or isinstance(samples, bool) or samples < 1:
+        raise ValueError(f"samples must be a whole number >= 1, got {samples!r}")
+    if method == "sparse" and samples > x.shape[1]:
+        raise ValueError(
+            f"the sparse estimator draws distinct coordinates, so samples must be at most "
+            f"d = {x.shape[1]}, got {samples}; use samples={x.shape[1]} for the exact Laplacian"
+        )
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(
+            f"generator must be a torch.Generator (e.g. torch.Generator().manual_seed(0)), "
+            f"got {type(generator).__name__}"
+        )

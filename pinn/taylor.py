@@ -1,0 +1,256 @@
+"""Forward Taylor mode: a network's value and input derivatives in a single forward pass.
+
+For u = model(x) and k directions v_1..v_k (rows of a (k, d) matrix; the unit vectors e_j of
+the inputs one differentiates in, usually), one pass through the layers carries, per point,
+
+    value    u(x)                                   (N, m)
+    first    J v_i,  the directional derivatives    (N, m, k)
+    second   v_i^T H v_j for the chosen (i, j)      see `Jet`
+
+by writing the chain rule out layer by layer (the "forward Laplacian" of Li et al. 2023, the
+"collapsed Taylor mode" of Dangel et al. 2024). With z a layer's input, J its first-order
+terms and S its second-order terms:
+
+    Linear          W z + b     J -> J W^T       S -> S W^T
+    elementwise σ   σ(z)        J -> σ'(z) J     S_ij -> σ'(z) S_ij + σ''(z) J_i J_j
+
+"collapsed" carries one second-order row, Σ_i w_i v_i^T H v_i, instead of k: the rule is
+linear in S, so the sum can be taken at every layer rather than at the end. With unit
+vectors and w = 1 that row is the Laplacian.
+
+Nothing loops over points or directions: each Linear layer is one matmul over all the terms
+(`pinn.taylor_pass`). Only plain differentiable torch ops are used, so a loss built from the
+outputs backpropagates to the parameters with ordinary first-order autograd.
+
+Supported: nn.Sequential (nested) of nn.Linear, nn.Identity, pinn.models.Rescale,
+pinn.embeddings.FourierFeatures and the activations of `pinn.taylor_activations`. Ask
+`taylor_supported(model)` first, and fall back to `pinn.derivatives` when it says no.
+
+This module is the public surface; the pass lives in `pinn.taylor_pass`, the choice of
+second-order terms in `pinn.taylor_orders`, the activations' derivatives in
+`pinn.taylor_activations`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import torch
+from torch import nn
+
+from pinn.errors import PinnError
+from pinn.taylor_orders import MODES, PairSpec, make_order, require_indices
+from pinn.taylor_pass import is_supported, leaves, propagate, supported_kinds
+
+Tensor = torch.Tensor
+Directions = Tensor | Sequence[int]
+SECOND_ORDER = MODES
+
+
+class TaylorModeUnsupported(PinnError, TypeError):
+    """The model has a layer the forward Taylor pass cannot carry; use autograd for it."""
+
+
+class Jet(NamedTuple):
+    """A model's outputs and directional derivatives at N points, for k directions v_i.
+
+    value:  (N, m)      u(x_n)
+    first:  (N, m, k)   J(x_n) v_i
+    second: v_i^T H(x_n) v_j, laid out by the `second` mode of `taylor_forward`:
+            "diagonal"   (N, m, k)      v_i^T H v_i
+            "collapsed"  (N, m)         Σ_i w_i v_i^T H v_i
+            "full"       (N, m, k, k)   v_i^T H v_j
+            "pairs"      (N, m, P)      v_a^T H v_b for each chosen pair (a, b)
+            "none"       (N, m, 0)
+    """
+
+    value: Tensor
+    first: Tensor
+    second: Tensor
+
+
+class GradientHessianDiag(NamedTuple):
+    """value (N, m), gradient (N, m, k), hessian_diag (N, m, k) for k chosen inputs."""
+
+    value: Tensor
+    gradient: Tensor
+    hessian_diag: Tensor
+
+
+class GradientLaplacian(NamedTuple):
+    """value (N, m), gradient (N, m, d) in every input, laplacian (N, m) over chosen inputs."""
+
+    value: Tensor
+    gradient: Tensor
+    laplacian: Tensor
+
+
+class GradientHessian(NamedTuple):
+    """value (N, m), gradient (N, m, k), hessian (N, m, k, k) for k chosen inputs."""
+
+    value: Tensor
+    gradient: Tensor
+    hessian: Tensor
+
+
+# ---- public functions ---------------------------------------------------------------------
+
+
+def taylor_forward(
+    model: nn.Module,
+    x: Tensor,
+    directions: Directions,
+    second: str = "diagonal",
+    *,
+    weights: Tensor | None = None,
+    pairs: PairSpec | None = None,
+) -> Jet:
+    """Value, first and second directional derivatives of `model` at x in one forward pass.
+
+    Args:
+        model: an nn.Sequential of supported layers (see `taylor_supported`), (N, d) -> (N, m).
+        x: (N, d) points.
+        directions: the k directions, as floats (k, d) shared by all points or (N, k, d) per
+            point; or as input indices, (k,) or (N, k) integers, standing for unit vectors
+            e_j (cheaper than one-hot floats per point: the leading affine layers map the d
+            unit vectors once and each point picks its own rows).
+        second: which v_i^T H v_j to carry: "diagonal", "collapsed" (the weighted sum of the
+            diagonal, one row whatever k), "full", "pairs" or "none" (see `Jet` for shapes).
+        weights: (k,) weights w_i of the collapsed sum (all ones if None); "collapsed" only.
+        pairs: (P, 2) direction indices (i, j) to carry; "pairs" only.
+
+    Returns:
+        A `Jet` (value, first, second), differentiable in the model's parameters.
+
+    Raises:
+        TaylorModeUnsupported: the model has a layer this pass cannot carry.
+    """
+    layers = _supported_layers(model)
+    if x.ndim != 2 or not x.is_floating_point():
+        raise ValueError(f"points must be floats of shape (N, d), got {x.dtype} {tuple(x.shape)}")
+    directions, k = _checked_directions(directions, x)
+    order = make_order(second, k, weights, pairs, x)
+    packed = propagate(layers, x, directions, order)
+    return Jet(packed[0], packed[1 : 1 + k].movedim(0, -1), order.unpack(packed[1 + k :]))
+
+
+def taylor_hessian_diag(
+    model: nn.Module, x: Tensor, inputs: Sequence[int] | None = None
+) -> GradientHessianDiag:
+    """Value, gradient and diagonal second derivatives in the chosen inputs, in one pass.
+
+    x: (N, d) points; inputs: the k input indices to differentiate in (all d if None).
+    Returns value (N, m), gradient (N, m, k), hessian_diag (N, m, k): u_{x_j x_j} for j in
+    inputs. Only those k directions are carried, so asking for fewer inputs costs less.
+    """
+    return GradientHessianDiag(*taylor_forward(model, x, _input_indices(inputs, x), "diagonal"))
+
+
+def taylor_laplacian(
+    model: nn.Module, x: Tensor, inputs: Sequence[int] | None = None
+) -> GradientLaplacian:
+    """Value, gradient and Laplacian in one pass, with one second-order row whatever d.
+
+    x: (N, d) points; inputs: the input indices the Laplacian sums over (all d if None).
+    Returns value (N, m), gradient (N, m, d) in every input, laplacian (N, m).
+
+    The gradient covers every input because a PDE with a Laplacian in space usually also
+    needs u_t: with (x, y, t) inputs, inputs=(0, 1) gives Δu in space and u_t in one pass.
+    """
+    dim = x.shape[-1]
+    chosen = _input_indices(inputs, x)
+    weights = None
+    if len(chosen) < dim:
+        weights = torch.zeros(dim, dtype=x.dtype, device=x.device).index_fill_(0, chosen, 1.0)
+    all_inputs = torch.arange(dim, device=x.device)
+    return GradientLaplacian(*taylor_forward(model, x, all_inputs, "collapsed", weights=weights))
+
+
+def taylor_hessian(
+    model: nn.Module, x: Tensor, inputs: Sequence[int] | None = None
+) -> GradientHessian:
+    """Value, gradient and full Hessian in the chosen inputs, for PDEs with mixed terms.
+
+    x: (N, d) points; inputs: the k input indices to differentiate in (all d if None).
+    Returns value (N, m), gradient (N, m, k), hessian (N, m, k, k), symmetric. Only the
+    k(k+1)/2 pairs i <= j are carried.
+    """
+    return GradientHessian(*taylor_forward(model, x, _input_indices(inputs, x), "full"))
+
+
+def taylor_supported(model: object) -> tuple[bool, str]:
+    """(True, "") if `taylor_forward` can run `model`, else (False, why and what to do)."""
+    if not isinstance(model, nn.Module):
+        return False, (
+            f"{type(model).__name__} is not an nn.Module: forward Taylor mode reads the layers "
+            "of an nn.Sequential; use the autograd engine (pinn.derivatives) for it"
+        )
+    for name, layer in leaves(model, type(model).__name__):
+        if not is_supported(layer):
+            kinds = supported_kinds()
+            return False, (
+                f"layer {name} ({type(layer).__name__}) is not supported by forward Taylor "
+                f"mode, which handles nn.Sequential of {', '.join(kinds)} (subclasses that "
+                "override forward excluded); use the autograd engine (pinn.derivatives) for "
+                "this model, or rebuild it from those layers"
+            )
+    return True, ""
+
+
+# ---- checks -------------------------------------------------------------------------------
+
+
+def _supported_layers(model: nn.Module) -> list[nn.Module]:
+    supported, reason = taylor_supported(model)
+    if not supported:
+        raise TaylorModeUnsupported(reason)
+    return [layer for _, layer in leaves(model, type(model).__name__)]
+
+
+def _checked_directions(directions: Directions, x: Tensor) -> tuple[Tensor, int]:
+    """(directions as a tensor on x's device, k) after checking their shape and range."""
+    n_points, dim = x.shape
+    directions = torch.as_tensor(directions, device=x.device)
+    if directions.is_floating_point():
+        if (
+            directions.ndim not in (2, 3)
+            or directions.shape[-1] != dim
+            or (directions.ndim == 3 and directions.shape[0] != n_points)
+        ):
+            raise ValueError(
+                f"float directions must have shape (k, {dim}) or ({n_points}, k, {dim}) for "
+                f"points of shape {tuple(x.shape)}, got {tuple(directions.shape)}"
+            )
+        _require_some(directions.shape[-2])
+        return directions.to(x.dtype), directions.shape[-2]
+    if directions.dtype == torch.bool or directions.ndim not in (1, 2):
+        raise ValueError(
+            "directions must be floats of shape (k, d) or (N, k, d), or input indices of shape "
+            f"(k,) or (N, k); got {directions.dtype} of shape {tuple(directions.shape)}"
+        )
+    if directions.ndim == 2 and directions.shape[0] != n_points:
+        raise ValueError(
+            f"per-point input indices must have shape ({n_points}, k), got "
+            f"{tuple(directions.shape)}"
+        )
+    _require_some(directions.shape[-1])
+    require_indices("input", directions, dim)
+    return directions.long(), directions.shape[-1]
+
+
+def _input_indices(inputs: Sequence[int] | None, x: Tensor) -> Tensor:
+    dim = x.shape[-1]
+    if inputs is None:
+        return torch.arange(dim, device=x.device)
+    indices = torch.as_tensor(inputs, dtype=torch.long, device=x.device).reshape(-1)
+    _require_some(len(indices))
+    require_indices("input", indices, dim)
+    if len(indices.unique()) != len(indices):
+        raise ValueError(f"inputs {list(inputs)} repeat an index; name each input once")
+    return indices
+
+
+def _require_some(k: int) -> None:
+    if k < 1:
+        raise ValueError("at least one direction (or input) is needed, got none")
