@@ -8,6 +8,9 @@
 Results stay differentiable in f's parameters. `hessian_diag` and `laplacian` never build the
 full Hessian: one backward pass gives the gradient, then one more per input dimension gives one
 row of the Hessian, of which only the diagonal entry is kept.
+
+Each takes `engine` ("auto", "taylor", "autograd" or "functorch", see `pinn.engines`): "auto"
+runs one forward Taylor-mode pass when f is a model that mode supports, else autograd.
 """
 
 from __future__ import annotations
@@ -15,33 +18,37 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from pinn.engines import make_field
 from pinn.errors import NotPointwiseError
-from pinn.field import Field, Model
+from pinn.field import Field, Model, Requests
 
 # Layers that mix the rows of a batch while they train (or always, without running statistics).
 _BATCH_COUPLED = (nn.modules.batchnorm._BatchNorm, nn.modules.instancenorm._InstanceNorm)
 
 
-def gradient(f: Model, x: torch.Tensor) -> torch.Tensor:
+def gradient(f: Model, x: torch.Tensor, engine: str = "auto") -> torch.Tensor:
     """(N, m, d) first derivatives du_k/dx_j of f at the (N, d) points x."""
-    u = _field(f, x)
+    u = _field(f, x, engine, Requests(first=set(range(x.shape[1]))))
     return torch.stack([u.grad(k) for k in range(u.values.shape[1])], dim=1)
 
 
-def hessian_diag(f: Model, x: torch.Tensor) -> torch.Tensor:
+def hessian_diag(f: Model, x: torch.Tensor, engine: str = "auto") -> torch.Tensor:
     """(N, m, d) diagonal second derivatives d²u_k/dx_j² of f at the (N, d) points x."""
-    u = _field(f, x)
+    u = _field(f, x, engine, Requests(diagonal=set(range(x.shape[1]))))
     return torch.stack([u.hessian_diag(k) for k in range(u.values.shape[1])], dim=1)
 
 
-def laplacian(f: Model, x: torch.Tensor) -> torch.Tensor:
+def laplacian(f: Model, x: torch.Tensor, engine: str = "auto") -> torch.Tensor:
     """(N, m) Laplacians of f's outputs at the (N, d) points x."""
-    return hessian_diag(f, x).sum(dim=2)
+    u = _field(f, x, engine, Requests(laplacian=True))
+    return torch.stack([u.laplacian(k) for k in range(u.values.shape[1])], dim=1)
 
 
-def hessian(f: Model, x: torch.Tensor) -> torch.Tensor:
+def hessian(f: Model, x: torch.Tensor, engine: str = "auto") -> torch.Tensor:
     """(N, m, d, d) full Hessians of f's outputs at the (N, d) points x."""
-    u = _field(f, x)
+    dim = x.shape[1]
+    pairs = {(i, j) for i in range(dim) for j in range(i + 1, dim)}
+    u = _field(f, x, engine, Requests(diagonal=set(range(dim)), mixed=pairs))
     return torch.stack([u.hessian(k) for k in range(u.values.shape[1])], dim=1)
 
 
@@ -85,6 +92,6 @@ def _probe_rows(f: Model, x: torch.Tensor) -> None:
         )
 
 
-def _field(f: Model, x: torch.Tensor) -> Field:
+def _field(f: Model, x: torch.Tensor, engine: str, plan: Requests) -> Field:
     check_pointwise(f, x)
-    return Field(f, x)
+    return make_field(f, x, engine, plan)

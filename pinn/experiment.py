@@ -81,6 +81,7 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
         validator=validator,
         checkpoint_path=run_dir / CHECKPOINT_NAME,
         checkpoint_extra={"config": resolved},
+        engine=cfg.engine,
     )
     wall_time = time.perf_counter() - started
 

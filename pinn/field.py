@@ -12,25 +12,43 @@ parameters and goes straight into a loss.
 The batch "sum trick": for a pointwise model (row i of the output depends only on row i of the
 input), d(sum_i u_i)/dx_i = du_i/dx_i, so one backward pass of the batch sum gives every point's
 gradient at once. That is why models must be pointwise (see `pinn.derivatives.check_pointwise`).
+
+A field also records what it was asked for (`requests`), so an engine can plan a single
+forward pass that computes exactly that next time (`pinn.engines`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 import torch
 
 Model = Callable[[torch.Tensor], torch.Tensor]
 
 
+@dataclass
+class Requests:
+    """Which input derivatives a residual asked for (input indices; outputs are not tracked).
+
+    first: inputs of first derivatives; diagonal: inputs j of d²u/dx_j²; laplacian: whether the
+    Laplacian itself was asked for; mixed: pairs (i, j), i < j, of mixed second derivatives.
+    """
+
+    first: set[int] = field(default_factory=set)
+    diagonal: set[int] = field(default_factory=set)
+    laplacian: bool = False
+    mixed: set[tuple[int, int]] = field(default_factory=set)
+
+
 class Field:
-    """Outputs of `f` at points `x`, with lazily computed, cached input derivatives.
+    """Outputs of `f` at points `x`, with lazily computed, cached input derivatives (autograd).
 
     Args:
         f: a pointwise callable (N, d) -> (N, m); an (N,) output counts as m = 1.
         x: (N, d) points. They are detached: derivatives are taken with respect to a copy.
         input_names: d names for the input coordinates, so `d("x")` can be asked by name.
-        output_names: m names for the outputs, so `value("v")` can be asked by name.
+        output_names: m names for the outputs, so `u("v")` can be asked by name.
 
     Every method returns one output component as an (N,) or (N, d[, d]) tensor. With a single
     output `out` may be left out; with several, name it (or give its index).
@@ -45,22 +63,18 @@ class Field:
     ):
         if x.ndim != 2:
             raise ValueError(f"points must have shape (N, d), got {tuple(x.shape)}")
+        self.f = f
         self.x = x.detach().requires_grad_(True)
-        values = f(self.x)
-        if values.ndim == 1:
-            values = values.unsqueeze(1)
-        if values.ndim != 2 or values.shape[0] != x.shape[0]:
-            raise ValueError(
-                f"the model must map (N, d) points to (N, m) outputs; "
-                f"got {tuple(values.shape)} from input {tuple(x.shape)}"
-            )
-        self.values = values
+        self.requests = Requests()
+        # Caches, filled by whichever computation gets there first (`_evaluate` may fill some).
+        self._first: dict[tuple[int, int], torch.Tensor] = {}  # (out, i) -> (N,)
+        self._second: dict[tuple[int, int, int], torch.Tensor] = {}  # (out, i <= j) -> (N,)
+        self._laplacians: dict[int, torch.Tensor] = {}  # out -> (N,)
+        self.values = self._evaluate()
         self.input_names = tuple(input_names or [f"x{i}" for i in range(x.shape[1])])
-        self.output_names = tuple(output_names or [f"u{i}" for i in range(values.shape[1])])
+        self.output_names = tuple(output_names or [f"u{i}" for i in range(self.values.shape[1])])
         _check_names("input", self.input_names, x.shape[1])
-        _check_names("output", self.output_names, values.shape[1])
-        self._gradients: dict[int, torch.Tensor] = {}
-        self._hessian_rows: dict[tuple[int, int], torch.Tensor] = {}
+        _check_names("output", self.output_names, self.values.shape[1])
 
     @property
     def dim(self) -> int:
@@ -74,40 +88,79 @@ class Field:
 
     def d(self, var: str | int, out: str | int | None = None) -> torch.Tensor:
         """(N,) first derivative of one output with respect to one input."""
-        return self.grad(out)[:, self._input(var)]
+        k, i = self._output(out), self._input(var)
+        self.requests.first.add(i)
+        return self._first_derivative(k, i)
 
     def d2(self, var: str | int, var2: str | int | None = None, out: str | int | None = None):
         """(N,) second derivative d²u/d var d var2 (var2 defaults to var: the diagonal term)."""
-        row = self._hessian_row(self._output(out), self._input(var))
-        return row[:, self._input(var if var2 is None else var2)]
+        k, i = self._output(out), self._input(var)
+        j = i if var2 is None else self._input(var2)
+        if i == j:
+            self.requests.diagonal.add(i)
+        else:
+            self.requests.mixed.add((min(i, j), max(i, j)))
+        return self._second_derivative(k, i, j)
 
     def grad(self, out: str | int | None = None) -> torch.Tensor:
         """(N, d) gradient of one output."""
         k = self._output(out)
-        if k not in self._gradients:
-            self._gradients[k] = _backward(self.values[:, k], self.x)
-        return self._gradients[k]
+        self.requests.first.update(range(self.dim))
+        return torch.stack([self._first_derivative(k, i) for i in range(self.dim)], dim=1)
 
     def hessian_diag(self, out: str | int | None = None) -> torch.Tensor:
         """(N, d) diagonal second derivatives of one output: one backward per dimension."""
         k = self._output(out)
-        return torch.stack([self._hessian_row(k, j)[:, j] for j in range(self.dim)], dim=1)
+        self.requests.diagonal.update(range(self.dim))
+        return torch.stack([self._second_derivative(k, j, j) for j in range(self.dim)], dim=1)
 
     def laplacian(self, out: str | int | None = None) -> torch.Tensor:
         """(N,) Laplacian of one output, from the diagonal alone."""
-        return self.hessian_diag(out).sum(dim=1)
+        k = self._output(out)
+        self.requests.laplacian = True
+        if k not in self._laplacians:
+            diagonal = [self._second_derivative(k, j, j) for j in range(self.dim)]
+            self._laplacians[k] = torch.stack(diagonal, dim=1).sum(dim=1)
+        return self._laplacians[k]
 
     def hessian(self, out: str | int | None = None) -> torch.Tensor:
         """(N, d, d) full Hessian of one output, for PDEs with mixed terms."""
         k = self._output(out)
-        return torch.stack([self._hessian_row(k, j) for j in range(self.dim)], dim=1)
+        self.requests.diagonal.update(range(self.dim))
+        self.requests.mixed.update((i, j) for i in range(self.dim) for j in range(i + 1, self.dim))
+        rows = [
+            torch.stack([self._second_derivative(k, i, j) for j in range(self.dim)], dim=1)
+            for i in range(self.dim)
+        ]
+        return torch.stack(rows, dim=1)
 
-    # ---- internals ------------------------------------------------------------------------
+    # ---- how derivatives are computed: nested reverse mode (subclasses fill caches first) ---
 
-    def _hessian_row(self, k: int, j: int) -> torch.Tensor:
-        if (k, j) not in self._hessian_rows:
-            self._hessian_rows[(k, j)] = _backward(self.grad(k)[:, j], self.x)
-        return self._hessian_rows[(k, j)]
+    def _evaluate(self) -> torch.Tensor:
+        values = self.f(self.x)
+        if values.ndim == 1:
+            values = values.unsqueeze(1)
+        if values.ndim != 2 or values.shape[0] != self.x.shape[0]:
+            raise ValueError(
+                f"the model must map (N, d) points to (N, m) outputs; "
+                f"got {tuple(values.shape)} from input {tuple(self.x.shape)}"
+            )
+        return values
+
+    def _first_derivative(self, k: int, i: int) -> torch.Tensor:
+        if (k, i) not in self._first:
+            gradient = _backward(self.values[:, k], self.x)  # every input in one pass
+            for j in range(self.dim):
+                self._first[(k, j)] = gradient[:, j]
+        return self._first[(k, i)]
+
+    def _second_derivative(self, k: int, i: int, j: int) -> torch.Tensor:
+        key = (k, min(i, j), max(i, j))
+        if key not in self._second:
+            row = _backward(self._first_derivative(k, i), self.x)  # row i of the Hessian
+            for other in range(self.dim):
+                self._second.setdefault((k, min(i, other), max(i, other)), row[:, other])
+        return self._second[key]
 
     def _output(self, out: str | int | None) -> int:
         if out is None:

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 import torch
 
 from pinn.domain import BoundaryPoints
+from pinn.engines import Engine
 from pinn.errors import ConfigError
-from pinn.field import Field, Model
+from pinn.field import Model
 from pinn.problem import Problem
 
 
@@ -21,16 +22,24 @@ class Batch:
     boundary: BoundaryPoints
 
 
-def loss_terms(problem: Problem, model: Model, batch: Batch) -> dict[str, torch.Tensor]:
-    """Mean-square residual of the PDE ("pde", or "pde_<key>" for systems) and each condition."""
-    interior = Field(model, batch.interior, problem.inputs, problem.outputs)
+def loss_terms(
+    problem: Problem, model: Model, batch: Batch, engine: Engine | None = None
+) -> dict[str, torch.Tensor]:
+    """Mean-square residual of the PDE ("pde", or "pde_<key>" for systems) and each condition.
+
+    `engine` makes the fields (see `pinn.engines`); keep one per training run so it can plan
+    its Taylor passes. Without one, plain autograd fields are used.
+    """
+    engine = engine or Engine("autograd", model, announce=False)
+    interior = engine.field(batch.interior, problem.inputs, problem.outputs, "interior")
     residual = problem.residual(interior.x, interior)
     if isinstance(residual, Mapping):
         terms = {f"pde_{key}": _mean_square(value) for key, value in residual.items()}
     else:
         terms = {"pde": _mean_square(residual)}
     if problem.conditions:
-        boundary = Field(model, batch.boundary.points, problem.inputs, problem.outputs)
+        points = batch.boundary.points
+        boundary = engine.field(points, problem.inputs, problem.outputs, "boundary")
         for condition in problem.conditions:
             if condition.name in terms:
                 raise ConfigError(

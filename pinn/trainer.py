@@ -24,6 +24,7 @@ from tqdm.auto import tqdm
 from pinn.checkpoint import save_checkpoint
 from pinn.derivatives import check_pointwise
 from pinn.domain import Box
+from pinn.engines import Engine
 from pinn.errors import ConfigError, TrainingDiverged
 from pinn.loss import Batch, loss_terms, weighted_sum
 from pinn.problem import Problem
@@ -111,6 +112,7 @@ def fit(
     validator: Validator | None = None,
     checkpoint_path: str | Path | None = None,
     checkpoint_extra: Mapping[str, Any] | None = None,
+    engine: str = "auto",
 ) -> FitResult:
     """Train `model` on `problem` in place: Adam for `settings.steps`, then L-BFGS.
 
@@ -119,6 +121,8 @@ def fit(
         validator: when given, the history and progress bar carry the current rel_l2.
         checkpoint_path: where to write `checkpoint.pt`; None writes nothing.
         checkpoint_extra: more entries for the checkpoint (the resolved config, say).
+        engine: the residual engine, "auto", "taylor", "autograd" or "functorch"
+            (`pinn.engines`); the one that runs is logged once at the start.
 
     Raises:
         TrainingDiverged: the loss became NaN or inf; the last good checkpoint is kept.
@@ -132,6 +136,7 @@ def fit(
         validator,
         checkpoint_path,
         dict(checkpoint_extra or {}),
+        Engine(engine, model),
     )
     return run.train()
 
@@ -139,10 +144,11 @@ def fit(
 class _Run:
     """The state of one call to `fit`, so the loop below reads top to bottom."""
 
-    def __init__(self, problem, model, settings, points, weights, validator, path, extra):
+    def __init__(self, problem, model, settings, points, weights, validator, path, extra, engine):
         self.problem, self.model, self.settings = problem, model, settings
         self.points, self.weights, self.validator = points, weights, validator
         self.checkpoint_path, self.checkpoint_extra = path, extra
+        self.engine = engine
         self.result = FitResult()
         self._last_saved: int | None = None
         self.started = time.perf_counter()
@@ -237,7 +243,7 @@ class _Run:
     # ---- per step ------------------------------------------------------------------------
 
     def _loss(self, batch: Batch, phase: str) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-        terms = loss_terms(self.problem, self.model, batch)
+        terms = loss_terms(self.problem, self.model, batch, self.engine)
         loss = weighted_sum(terms, self.weights)
         if not torch.isfinite(loss):
             bad = [name for name, value in terms.items() if not torch.isfinite(value)]

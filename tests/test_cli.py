@@ -92,6 +92,7 @@ def test_overrides_run_and_console_summary(tmp_path):
         f"hydra.run.dir={tmp_path}",
     )
     assert result.returncode == 0, result.stderr
+    assert result.stdout.count("residual engine: taylor (auto:") == 1  # said once, at start
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     assert f"rel_l2         {metrics['rel_l2']:.3e}" in result.stdout
     assert f"outputs in     {tmp_path}" in result.stdout

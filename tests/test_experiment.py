@@ -48,6 +48,7 @@ def test_every_problem_config_composes_and_loads(name):
         ("model.activation=relu", "model.activation", "tanh, sigmoid, softplus, silu, gelu, sin"),
         ("dtype=float16", "dtype", "float32, float64"),
         ("seed=-1", "seed", ">= 0"),
+        ("engine=jax", "engine", "auto, taylor, autograd, functorch"),
         ("problem.target=problems.nope.Nope", "problem.target", "problems/"),
         ("+problem.weights.bc=1", "problem.weights", "'pde', 'dirichlet'"),
     ],

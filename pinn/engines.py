@@ -1,0 +1,178 @@
+"""Residual engines: which computation fills a `Field`'s derivatives.
+
+    autograd    nested reverse mode, lazily: one backward for the gradient, one per Hessian row
+    taylor      one forward Taylor-mode pass (`pinn.taylor`) computing exactly what was planned
+    functorch   torch.func's vmap(jacrev) and vmap(jacrev(jacrev)): the full Hessian, a baseline
+    auto        taylor where the model allows it, else autograd
+
+A residual does not say up front which derivatives it needs, so an `Engine` learns it: the
+first field it makes for a site ("interior", "boundary") is an autograd field that records what
+the residual asked for; every later field for that site is planned from that record and
+computed in one Taylor pass. Anything asked that was not planned still comes out right: the
+Taylor field falls back to autograd for it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import torch
+
+from pinn.errors import ConfigError
+from pinn.field import Field, Model, Requests
+from pinn.taylor import taylor_forward, taylor_supported
+
+ENGINES = ("auto", "taylor", "autograd", "functorch")
+log = logging.getLogger("pinn")
+
+
+def resolve_engine(engine: str, model: Model) -> tuple[str, str]:
+    """(the engine that will run, why) for a requested engine name and a model."""
+    if engine not in ENGINES:
+        raise ConfigError(f"engine={engine!r} is unknown; choose one of {', '.join(ENGINES)}")
+    supported, reason = taylor_supported(model)
+    if engine == "taylor" and not supported:
+        raise ConfigError(f"engine=taylor cannot run this model: {reason}")
+    if engine == "auto":
+        if supported:
+            return "taylor", "auto: the model is built from layers forward Taylor mode carries"
+        return "autograd", f"auto: falling back to autograd because {reason}"
+    return engine, "asked for"
+
+
+class TaylorField(Field):
+    """A field whose planned derivatives come from one forward Taylor-mode pass.
+
+    Args:
+        plan: the derivatives to compute up front (a `Requests`, e.g. recorded by a `Field`).
+        Other arguments as for `Field`; `f` must satisfy `taylor_supported`.
+    """
+
+    def __init__(self, f, x, input_names=None, output_names=None, plan: Requests | None = None):
+        self.plan = plan or Requests()
+        super().__init__(f, x, input_names, output_names)
+
+    def _evaluate(self) -> torch.Tensor:
+        plan, dim = self.plan, self.x.shape[1]
+        inputs = set(plan.first) | set(plan.diagonal) | {i for pair in plan.mixed for i in pair}
+        if plan.laplacian:
+            inputs |= set(range(dim))
+        if not inputs:
+            return super()._evaluate()  # values only: a plain forward pass
+        directions = sorted(inputs)
+        mode, weights = _second_order_mode(plan, directions)
+        jet = taylor_forward(self.f, self.x, directions, mode, weights=weights)
+        outputs = range(jet.value.shape[1])
+        for k in outputs:
+            for a, i in enumerate(directions):
+                self._first[(k, i)] = jet.first[:, k, a]
+        if mode == "collapsed" and plan.laplacian:
+            self._laplacians.update({k: jet.second[:, k] for k in outputs})
+        elif mode == "collapsed":
+            (j,) = plan.diagonal
+            self._second.update({(k, j, j): jet.second[:, k] for k in outputs})
+        elif mode == "diagonal":
+            self._second.update(
+                {(k, i, i): jet.second[:, k, a] for k in outputs for a, i in enumerate(directions)}
+            )
+        elif mode == "full":
+            pairs = [
+                (a, i, b, j)
+                for a, i in enumerate(directions)
+                for b, j in enumerate(directions)
+                if i <= j
+            ]
+            self._second.update(
+                {(k, i, j): jet.second[:, k, a, b] for k in outputs for a, i, b, j in pairs}
+            )
+        return jet.value
+
+
+def _second_order_mode(plan: Requests, directions: list[int]) -> tuple[str, torch.Tensor | None]:
+    """Which second-order terms the pass carries, and the weights of a collapsed sum."""
+    if plan.mixed:
+        return "full", None
+    if plan.laplacian and not plan.diagonal:
+        return "collapsed", None  # directions are all inputs: the Laplacian, one row
+    if not plan.laplacian and len(plan.diagonal) == 1:
+        weights = torch.tensor([1.0 if i in plan.diagonal else 0.0 for i in directions])
+        return "collapsed", weights  # a single d²u/dx_j², one row
+    if plan.laplacian or plan.diagonal:
+        return "diagonal", None
+    return "none", None
+
+
+class FunctorchField(Field):
+    """A field filled by torch.func: vmap(jacrev) gradients, vmap(jacrev(jacrev)) Hessians.
+
+    The full (N, m, d, d) Hessian is built on the first second-derivative request: the
+    baseline the other engines are measured against.
+    """
+
+    def _first_derivative(self, k: int, i: int) -> torch.Tensor:
+        if (k, i) not in self._first:
+            jacobian = torch.func.vmap(torch.func.jacrev(self._single))(self.x)  # (N, m, d)
+            self._fill_first(jacobian)
+        return self._first[(k, i)]
+
+    def _second_derivative(self, k: int, i: int, j: int) -> torch.Tensor:
+        key = (k, min(i, j), max(i, j))
+        if key not in self._second:
+            full = torch.func.vmap(torch.func.jacrev(torch.func.jacrev(self._single)))(self.x)
+            for out in range(full.shape[1]):
+                for a in range(self.dim):
+                    for b in range(a, self.dim):
+                        self._second[(out, a, b)] = full[:, out, a, b]
+        return self._second[key]
+
+    def _fill_first(self, jacobian: torch.Tensor) -> None:
+        for out in range(jacobian.shape[1]):
+            for i in range(self.dim):
+                self._first[(out, i)] = jacobian[:, out, i]
+
+    def _single(self, point: torch.Tensor) -> torch.Tensor:
+        """(d,) -> (m,): the model at one point, the form torch.func transforms."""
+        return self.f(point[None]).reshape(-1)
+
+
+class Engine:
+    """Makes the fields of one training run with the chosen engine, planning Taylor passes.
+
+    Args:
+        name: one of `ENGINES`.
+        model: the network the fields evaluate.
+        announce: log once which engine runs and why.
+    """
+
+    def __init__(self, name: str, model: Model, announce: bool = True):
+        self.model = model
+        self.name, why = resolve_engine(name, model)
+        self._recorders: dict[str, Field] = {}
+        self._plans: dict[str, Requests] = {}
+        if announce:
+            log.info("residual engine: %s (%s)", self.name, why)
+
+    def field(
+        self, x: torch.Tensor, inputs: Sequence[str], outputs: Sequence[str], site: str
+    ) -> Field:
+        """A field at the (N, d) points x; `site` names the residual it serves, for planning."""
+        if self.name == "autograd":
+            return Field(self.model, x, inputs, outputs)
+        if self.name == "functorch":
+            return FunctorchField(self.model, x, inputs, outputs)
+        if site in self._recorders:
+            self._plans[site] = self._recorders.pop(site).requests
+        if site in self._plans:
+            return TaylorField(self.model, x, inputs, outputs, plan=self._plans[site])
+        recorder = Field(self.model, x, inputs, outputs)  # learns what the residual asks for
+        self._recorders[site] = recorder
+        return recorder
+
+
+def make_field(f: Model, x: torch.Tensor, engine: str, plan: Requests) -> Field:
+    """A one-off field for the public functions, computing `plan` with `engine`."""
+    name, _ = resolve_engine(engine, f)
+    if name == "taylor":
+        return TaylorField(f, x, plan=plan)
+    return FunctorchField(f, x) if name == "functorch" else Field(f, x)
