@@ -1,0 +1,165 @@
+"""Engines: selection, planning from recorded requests, and agreement between every path."""
+
+import logging
+
+import pytest
+import torch
+from torch import nn
+
+from pinn import MLP, ConfigError
+from pinn.engines import Engine, FunctorchField, TaylorField, resolve_engine
+from pinn.field import Field, Requests
+
+TOL = {"atol": 1e-10, "rtol": 1e-10}
+NAMES = ("x", "y", "t")
+
+
+def mlp(generator, d=3, m=1, activation="tanh"):
+    return MLP(d, m, width=12, depth=2, activation=activation, generator=generator).double()
+
+
+def everything(u: Field) -> dict[str, torch.Tensor]:
+    """What a time-dependent residual with a mixed term might ask for."""
+    return {
+        "u": u(),
+        "u_t": u.d("t"),
+        "u_xx": u.d2("x"),
+        "u_xy": u.d2("x", "y"),
+        "lap": u.laplacian(),
+        "grad": u.grad(),
+        "hess": u.hessian(),
+    }
+
+
+class Wave(nn.Module):
+    """A pointwise model Taylor mode does not know: falls back to autograd under auto."""
+
+    def __init__(self, generator):
+        super().__init__()
+        self.a = nn.Parameter(torch.randn(3, 4, generator=generator, dtype=torch.float64))
+
+    def forward(self, x):
+        return torch.sin(x @ self.a).sum(dim=1, keepdim=True)
+
+
+def test_auto_picks_taylor_for_an_mlp_and_autograd_otherwise(generator):
+    assert resolve_engine("auto", mlp(generator))[0] == "taylor"
+    name, why = resolve_engine("auto", Wave(generator))
+    assert name == "autograd" and "Wave" in why
+
+
+def test_unknown_engine_and_taylor_on_an_unsupported_model_are_refused(generator):
+    with pytest.raises(ConfigError, match="auto, taylor, autograd, functorch"):
+        resolve_engine("jax", mlp(generator))
+    with pytest.raises(ConfigError, match="engine=taylor cannot run this model"):
+        resolve_engine("taylor", Wave(generator))
+
+
+def test_engine_says_once_which_path_runs(generator, caplog):
+    with caplog.at_level(logging.INFO, logger="pinn"):
+        Engine("auto", mlp(generator))
+    assert [r.getMessage() for r in caplog.records] == [
+        "residual engine: taylor (auto: the model is built from layers forward Taylor mode carries)"
+    ]
+
+
+@pytest.mark.parametrize("name", ["auto", "taylor", "autograd", "functorch"])
+def test_every_engine_agrees_with_autograd_on_every_request(name, generator):
+    model = mlp(generator)
+    engine = Engine(name, model, announce=False)
+    x = torch.rand(20, 3, generator=generator, dtype=torch.float64)
+    expected = everything(Field(model, x, NAMES))
+    first = engine.field(x, NAMES, ("u",), "interior")
+    everything(first)  # the first field of a site records what is asked
+    second = engine.field(x, NAMES, ("u",), "interior")
+    for key, value in everything(second).items():
+        torch.testing.assert_close(value, expected[key], **TOL, msg=key)
+
+
+def test_the_second_field_is_one_planned_taylor_pass(generator, monkeypatch):
+    model = mlp(generator)
+    engine = Engine("taylor", model, announce=False)
+    x = torch.rand(10, 3, generator=generator, dtype=torch.float64)
+    recorder = engine.field(x, NAMES, ("u",), "interior")
+    assert type(recorder) is Field
+    recorder.d("t"), recorder.d2("x")
+    assert recorder.requests == Requests(first={2}, diagonal={0})
+
+    calls = []
+    original = torch.autograd.grad
+    monkeypatch.setattr(
+        torch.autograd, "grad", lambda *a, **k: calls.append(1) or original(*a, **k)
+    )
+    planned = engine.field(x, NAMES, ("u",), "interior")
+    assert isinstance(planned, TaylorField)
+    u_t, u_xx = planned.d("t"), planned.d2("x")
+    assert calls == []  # both came from the forward pass
+    torch.testing.assert_close(u_t, recorder.d("t"), **TOL)
+    torch.testing.assert_close(u_xx, recorder.d2("x"), **TOL)
+    # Something the plan did not foresee still comes out right, through autograd.
+    torch.testing.assert_close(planned.d2("y"), recorder.d2("y"), **TOL)
+    assert calls
+
+
+@pytest.mark.parametrize(
+    "plan",
+    [
+        Requests(),
+        Requests(first={0}),
+        Requests(laplacian=True),
+        Requests(diagonal={1}),
+        Requests(first={2}, diagonal={0, 1}),
+        Requests(mixed={(0, 1)}),
+    ],
+)
+def test_taylor_field_fills_exactly_its_plan_correctly(plan, generator):
+    model = mlp(generator, m=2)
+    x = torch.rand(15, 3, generator=generator, dtype=torch.float64)
+    reference = Field(model, x, NAMES, ("u", "v"))
+    taylor = TaylorField(model, x, NAMES, ("u", "v"), plan=plan)
+    torch.testing.assert_close(taylor.values, reference.values, **TOL)
+    for out in ("u", "v"):
+        for i in plan.first:
+            torch.testing.assert_close(
+                taylor._first[(1 if out == "v" else 0, i)], reference.d(i, out), **TOL
+            )
+        if plan.laplacian:
+            torch.testing.assert_close(taylor.laplacian(out), reference.laplacian(out), **TOL)
+        for j in plan.diagonal:
+            torch.testing.assert_close(taylor.d2(j, out=out), reference.d2(j, out=out), **TOL)
+        for i, j in plan.mixed:
+            torch.testing.assert_close(taylor.d2(i, j, out), reference.d2(i, j, out), **TOL)
+
+
+def test_functorch_field_builds_the_full_hessian_once(generator, monkeypatch):
+    model = mlp(generator)
+    x = torch.rand(8, 3, generator=generator, dtype=torch.float64)
+    u = FunctorchField(model, x, NAMES)
+    calls = []
+    original = torch.func.vmap
+    monkeypatch.setattr(torch.func, "vmap", lambda *a, **k: calls.append(1) or original(*a, **k))
+    u.laplacian(), u.d2("x", "t"), u.hessian()
+    assert len(calls) == 1
+    torch.testing.assert_close(u.hessian(), Field(model, x, NAMES).hessian(), **TOL)
+
+
+@pytest.mark.parametrize("name", ["auto", "taylor", "autograd", "functorch"])
+def test_parameter_gradients_through_a_planned_residual_match(name, generator):
+    model = mlp(generator)
+    x = torch.rand(12, 3, generator=generator, dtype=torch.float64)
+
+    def loss(u):
+        return (u.d("t") - u.d2("x") - 0.3 * u.d2("x", "y") + u() ** 2).square().mean()
+
+    expected = torch.autograd.grad(
+        loss(Field(model, x, NAMES)), list(model.parameters()), materialize_grads=True
+    )
+    engine = Engine(name, model, announce=False)
+    loss(engine.field(x, NAMES, ("u",), "interior"))
+    got = torch.autograd.grad(
+        loss(engine.field(x, NAMES, ("u",), "interior")),
+        list(model.parameters()),
+        materialize_grads=True,
+    )
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g, e, **TOL)
