@@ -116,7 +116,7 @@ class FunctorchField(Field):
             self._fill_first(jacobian)
         return self._first[(k, i)]
 
-    def _second_derivative(self, k: int, i: int, j: int) -> torch.Tensor:
+    def _second_derivative(self, k: int, i: int, j: int, keep_row: bool = True) -> torch.Tensor:
         key = (k, min(i, j), max(i, j))
         if key not in self._second:
             full = torch.func.vmap(torch.func.jacrev(torch.func.jacrev(self._single)))(self.x)

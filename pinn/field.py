@@ -112,15 +112,14 @@ class Field:
         """(N, d) diagonal second derivatives of one output: one backward per dimension."""
         k = self._output(out)
         self.requests.diagonal.update(range(self.dim))
-        return torch.stack([self._second_derivative(k, j, j) for j in range(self.dim)], dim=1)
+        return self._diagonal(k)
 
     def laplacian(self, out: str | int | None = None) -> torch.Tensor:
         """(N,) Laplacian of one output, from the diagonal alone."""
         k = self._output(out)
         self.requests.laplacian = True
         if k not in self._laplacians:
-            diagonal = [self._second_derivative(k, j, j) for j in range(self.dim)]
-            self._laplacians[k] = torch.stack(diagonal, dim=1).sum(dim=1)
+            self._laplacians[k] = self._diagonal(k).sum(dim=1)
         return self._laplacians[k]
 
     def hessian(self, out: str | int | None = None) -> torch.Tensor:
@@ -154,13 +153,23 @@ class Field:
                 self._first[(k, j)] = gradient[:, j]
         return self._first[(k, i)]
 
-    def _second_derivative(self, k: int, i: int, j: int) -> torch.Tensor:
+    def _second_derivative(self, k: int, i: int, j: int, keep_row: bool = True) -> torch.Tensor:
         key = (k, min(i, j), max(i, j))
         if key not in self._second:
             row = _backward(self._first_derivative(k, i), self.x)  # row i of the Hessian
+            if not keep_row:  # keep one column, not the (N, d) row: d rows would be N d² numbers
+                self._second[key] = row[:, j].clone()
+                return self._second[key]
             for other in range(self.dim):
                 self._second.setdefault((k, min(i, other), max(i, other)), row[:, other])
         return self._second[key]
+
+    def _diagonal(self, k: int) -> torch.Tensor:
+        """(N, d) d²u_k/dx_j² for every j, one backward each, holding only the diagonal."""
+        keep_rows = self.dim <= 8  # small d: rows are cheap and serve later mixed requests
+        return torch.stack(
+            [self._second_derivative(k, j, j, keep_rows) for j in range(self.dim)], dim=1
+        )
 
     def _output(self, out: str | int | None) -> int:
         if out is None:

@@ -342,3 +342,13 @@ def test_field_does_not_modify_the_callers_points(generator):
     assert not x.requires_grad
     assert x.grad is None
     assert torch.equal(x, copy)
+
+
+def test_laplacian_in_high_dimension_holds_the_diagonal_not_every_row(generator):
+    # Holding d Hessian rows of (N, d) would cost N d² numbers: the full Hessian's memory.
+    d = 20
+    model = MLP(d, 1, width=8, depth=2, generator=generator).double()
+    u = Field(model, torch.rand(6, d, generator=generator, dtype=torch.float64))
+    u.laplacian()
+    assert sorted(u._second) == [(0, j, j) for j in range(d)]
+    assert all(column._base is None for column in u._second.values())  # not views of rows
