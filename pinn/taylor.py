@@ -18,9 +18,10 @@ terms and S its second-order terms:
 linear in S, so the sum can be taken at every layer rather than at the end. With unit
 vectors and w = 1 that row is the Laplacian.
 
-Nothing loops over points or directions: each Linear layer is one matmul over all the terms
-(`pinn.taylor_pass`). Only plain differentiable torch ops are used, so a loss built from the
-outputs backpropagates to the parameters with ordinary first-order autograd.
+Nothing loops over points or directions: each Linear layer is one matmul over all points and
+directions per kind of term (`pinn.taylor_pass`). Only plain differentiable torch ops are
+used, so a loss built from the outputs backpropagates to the parameters with ordinary
+first-order autograd.
 
 Supported: nn.Sequential (nested) of nn.Linear, nn.Identity, pinn.models.Rescale,
 pinn.embeddings.FourierFeatures and the activations of `pinn.taylor_activations`. Ask
@@ -131,8 +132,8 @@ def taylor_forward(
         raise ValueError(f"points must be floats of shape (N, d), got {x.dtype} {tuple(x.shape)}")
     directions, k = _checked_directions(directions, x)
     order = make_order(second, k, weights, pairs, x)
-    packed = propagate(layers, x, directions, order)
-    return Jet(packed[0], packed[1 : 1 + k].movedim(0, -1), order.unpack(packed[1 + k :]))
+    terms = propagate(layers, x, directions, order)
+    return Jet(terms.value, terms.first.movedim(0, -1), order.unpack(terms.second))
 
 
 def taylor_hessian_diag(

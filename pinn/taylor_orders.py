@@ -27,13 +27,14 @@ MODES = ("diagonal", "collapsed", "full", "pairs", "none")
 class Order:
     """The carried second-order terms: `rows` of them.
 
-    quadratic: (k, N or 1, w) first-order terms J -> (rows, N or 1, w) products J_i J_j.
+    quadratic: (k, N or 1, w) first-order terms J -> (rows, N or 1, w) products J_i J_j, or
+        None when no rows are carried.
     unpack: (rows, N, m) final terms -> the public layout (see the module docstring).
     """
 
     rows: int
 
-    def quadratic(self, first: Tensor) -> Tensor:
+    def quadratic(self, first: Tensor) -> Tensor | None:
         raise NotImplementedError
 
     def unpack(self, second: Tensor) -> Tensor:
@@ -68,9 +69,13 @@ class ChosenPairs(Order):
     def __init__(self, left: Tensor, right: Tensor):
         self.left, self.right = left, right
         self.rows = len(left)
+        self.pairs = list(zip(left.tolist(), right.tolist()))
 
     def quadratic(self, first: Tensor) -> Tensor:
-        return first[self.left] * first[self.right]
+        # One product per pair of unbound rows, stacked: about twice as fast, forward and
+        # backward, as first[left] * first[right], whose gathers scatter-add backward.
+        rows = first.unbind(0)
+        return torch.stack([rows[i] * rows[j] for i, j in self.pairs])
 
 
 class Full(ChosenPairs):
@@ -91,8 +96,8 @@ class Full(ChosenPairs):
 class FirstOnly(Order):
     rows = 0
 
-    def quadratic(self, first: Tensor) -> Tensor:
-        return first[:0]
+    def quadratic(self, first: Tensor) -> None:
+        return None  # nothing to carry: the pass skips the second-order terms altogether
 
 
 def make_order(
@@ -118,10 +123,12 @@ def make_order(
 
 def require_indices(kind: str, indices: Tensor, size: int) -> None:
     """Raise IndexError unless every entry of `indices` lies in 0..size-1."""
-    if indices.numel() and (indices.min() < 0 or indices.max() >= size):
+    if not indices.numel():
+        return
+    low, high = (int(bound) for bound in torch.aminmax(indices))  # one pass, not two
+    if low < 0 or high >= size:
         raise IndexError(
-            f"{kind} indices must lie in 0..{size - 1}, got values from "
-            f"{int(indices.min())} to {int(indices.max())}"
+            f"{kind} indices must lie in 0..{size - 1}, got values from {low} to {high}"
         )
 
 
