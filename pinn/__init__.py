@@ -6,6 +6,8 @@ The public surface, flat: everything a problem module, a notebook or the CLI use
 from pinn.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from pinn.derivatives import check_pointwise, gradient, hessian, hessian_diag, laplacian
 from pinn.domain import BoundaryPoints, Box
+from pinn.embeddings import FourierFeatures
+from pinn.engines import ENGINES, Engine
 from pinn.errors import ConfigError, NotPointwiseError, PinnError, TrainingDiverged
 from pinn.experiment import compose_config, train
 from pinn.field import Field
@@ -13,11 +15,24 @@ from pinn.loss import Batch, loss_terms, weighted_sum
 from pinn.models import MLP
 from pinn.plots import plot_loss, plot_solution
 from pinn.problem import Dirichlet, Problem, load_problem
+from pinn.stochastic import stochastic_laplacian
+from pinn.taylor import (
+    TaylorModeUnsupported,
+    taylor_forward,
+    taylor_hessian,
+    taylor_hessian_diag,
+    taylor_laplacian,
+    taylor_supported,
+)
 from pinn.trainer import FitResult, PointSampler, TrainSettings, fit
 from pinn.validation import Validator, evaluation_points
 
 __all__ = [
+    "ENGINES",
     "MLP",
+    "Engine",
+    "FourierFeatures",
+    "TaylorModeUnsupported",
     "Batch",
     "BoundaryPoints",
     "Box",
@@ -47,6 +62,12 @@ __all__ = [
     "plot_loss",
     "plot_solution",
     "save_checkpoint",
+    "stochastic_laplacian",
+    "taylor_forward",
+    "taylor_hessian",
+    "taylor_hessian_diag",
+    "taylor_laplacian",
+    "taylor_supported",
     "train",
     "weighted_sum",
 ]

@@ -101,6 +101,8 @@ def build_model(problem: Problem, model_cfg: DictConfig, seed: int) -> MLP:
         model_cfg.activation,
         lower=domain.lower,
         upper=domain.upper,
+        fourier_features=model_cfg.fourier_features,
+        fourier_scale=model_cfg.fourier_scale,
         generator=torch.Generator().manual_seed(seed),
     )
 

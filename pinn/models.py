@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from pinn.embeddings import FourierFeatures
 from pinn.errors import ConfigError
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {
@@ -65,7 +66,11 @@ class MLP(nn.Sequential):
         depth: number of hidden layers (>= 1).
         activation: name of the activation (see `ACTIVATIONS`).
         lower, upper: optional box corners; inputs are rescaled from that box to [-1, 1]^d.
-        generator: seeds the Xavier-normal initialisation (biases start at zero).
+        fourier_features: when > 0, a `FourierFeatures` embedding of that many random
+            frequencies (and the rescaled input itself) comes before the first Linear layer.
+        fourier_scale: standard deviation of those frequencies.
+        generator: seeds the Xavier-normal initialisation (biases start at zero) and the
+            Fourier frequencies.
 
     Shapes: (N, in_dim) -> (N, out_dim).
     """
@@ -79,13 +84,26 @@ class MLP(nn.Sequential):
         activation: str = "tanh",
         lower: Sequence[float] | None = None,
         upper: Sequence[float] | None = None,
+        fourier_features: int = 0,
+        fourier_scale: float = 1.0,
         generator: torch.Generator | None = None,
     ):
         _require_positive("model.width", width)
         _require_positive("model.depth", depth)
+        if not isinstance(fourier_features, int) or fourier_features < 0:
+            raise ConfigError(
+                f"model.fourier_features must be a whole number >= 0 (0 = none), "
+                f"got {fourier_features!r}"
+            )
         layers: list[nn.Module] = []
         if lower is not None and upper is not None:
             layers.append(Rescale(lower, upper))
+        if fourier_features:
+            embedding = FourierFeatures(
+                in_dim, fourier_features, fourier_scale, include_input=True, generator=generator
+            )
+            layers.append(embedding)
+            in_dim = embedding.out_dim
         sizes = [in_dim] + [width] * depth
         for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
             layers += [nn.Linear(fan_in, fan_out), make_activation(activation)]

@@ -14,8 +14,18 @@ TOL = {"atol": 1e-10, "rtol": 1e-10}
 NAMES = ("x", "y", "t")
 
 
-def mlp(generator, d=3, m=1, activation="tanh"):
-    return MLP(d, m, width=12, depth=2, activation=activation, generator=generator).double()
+def mlp(generator, d=3, m=1, activation="tanh", fourier_features=0):
+    return MLP(
+        d,
+        m,
+        width=12,
+        depth=2,
+        activation=activation,
+        lower=[-1.0] * d,
+        upper=[2.0] * d,
+        fourier_features=fourier_features,
+        generator=generator,
+    ).double()
 
 
 def everything(u: Field) -> dict[str, torch.Tensor]:
@@ -63,9 +73,10 @@ def test_engine_says_once_which_path_runs(generator, caplog):
     ]
 
 
+@pytest.mark.parametrize("fourier_features", [0, 5])
 @pytest.mark.parametrize("name", ["auto", "taylor", "autograd", "functorch"])
-def test_every_engine_agrees_with_autograd_on_every_request(name, generator):
-    model = mlp(generator)
+def test_every_engine_agrees_with_autograd_on_every_request(name, fourier_features, generator):
+    model = mlp(generator, fourier_features=fourier_features)
     engine = Engine(name, model, announce=False)
     x = torch.rand(20, 3, generator=generator, dtype=torch.float64)
     expected = everything(Field(model, x, NAMES))

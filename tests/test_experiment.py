@@ -45,6 +45,7 @@ def test_every_problem_config_composes_and_loads(name):
         ("problem.sampler=grid", "sampling method", "uniform, sobol, lhs"),
         ("model.width=0", "model.width", ">= 1"),
         ("model.depth=0", "model.depth", ">= 1"),
+        ("model.fourier_features=-2", "model.fourier_features", ">= 0"),
         ("model.activation=relu", "model.activation", "tanh, sigmoid, softplus, silu, gelu, sin"),
         ("dtype=float16", "dtype", "float32, float64"),
         ("seed=-1", "seed", ">= 0"),
@@ -98,6 +99,12 @@ def test_overrides_reach_the_objects(tmp_path):
     weights = [t for t in state["model"].values() if t.ndim == 2]
     assert [tuple(w.shape) for w in weights] == [(5, 2), (5, 5), (5, 5), (1, 5)]
     assert weights[0].dtype == torch.float64
+
+    cfg = compose_config([*TINY, "model.fourier_features=3", "model.fourier_scale=2.0"])
+    train(cfg, tmp_path)
+    state = load_checkpoint(tmp_path / "checkpoint.pt")
+    assert tuple(state["model"]["1.frequencies"].shape) == (2, 3)  # after the rescaling
+    assert tuple(state["model"]["2.weight"].shape) == (8, 2 * 3 + 2)
 
 
 def test_conf_dir_is_the_repository_conf():
