@@ -382,18 +382,6 @@ def test_parameter_gradients_of_a_loss_match_torch_func(
 # ---- cost: the diagonal never builds the full Hessian -------------------------------------
 
 
-def _count_autograd_grad(monkeypatch) -> list[int]:
-    calls = [0]
-    original = torch.autograd.grad
-
-    def counting(*args, **kwargs):
-        calls[0] += 1
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(torch.autograd, "grad", counting)
-    return calls
-
-
 def _forbid_torch_func(monkeypatch) -> None:
     def refuse(*args, **kwargs):
         raise AssertionError("the lazy engine must not use torch.func here")
@@ -405,16 +393,15 @@ def _forbid_torch_func(monkeypatch) -> None:
 @pytest.mark.parametrize("function", ["hessian_diag", "laplacian", "hessian", "gradient"])
 @pytest.mark.parametrize("m", OUTS)
 @pytest.mark.parametrize("d", DIMS)
-def test_backward_pass_count(function, d, m, generator, monkeypatch):
+def test_backward_pass_count(function, d, m, generator, monkeypatch, grad_calls):
     model = random_mlp(d, m, "tanh", generator)
     x = points(16, d, generator)
-    calls = _count_autograd_grad(monkeypatch)
     _forbid_torch_func(monkeypatch)
     getattr(derivatives, function)(model, x, engine="autograd")
     # One pass for each output's gradient, then one per input dimension for its second
     # derivatives: 1 + d per output, never d * d.
     expected = m if function == "gradient" else m * (1 + d)
-    assert calls[0] == expected
+    assert grad_calls[0] == expected
 
 
 # ---- pointwise checks ---------------------------------------------------------------------

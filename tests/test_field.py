@@ -56,20 +56,6 @@ def reference(f, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return vmap(jacrev(per_point(f)))(x), vmap(torch.func.hessian(per_point(f)))(x)
 
 
-@pytest.fixture
-def grad_calls(monkeypatch) -> list[int]:
-    """Counts the calls of torch.autograd.grad (one per backward pass the field makes)."""
-    calls = [0]
-    original = torch.autograd.grad
-
-    def counting(*args, **kwargs):
-        calls[0] += 1
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(torch.autograd, "grad", counting)
-    return calls
-
-
 # ---- agreement with torch.func ------------------------------------------------------------
 
 
