@@ -4,6 +4,7 @@ The public surface, flat: everything a problem module, a notebook or the CLI use
 """
 
 from pinn.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from pinn.conditions import Condition, Dirichlet, Initial, Neumann, Periodic, Robin
 from pinn.derivatives import check_pointwise, gradient, hessian, hessian_diag, laplacian
 from pinn.domain import BoundaryPoints, Box
 from pinn.embeddings import FourierFeatures
@@ -14,7 +15,7 @@ from pinn.field import Field
 from pinn.loss import Batch, loss_terms, weighted_sum
 from pinn.models import MLP
 from pinn.plots import plot_loss, plot_solution
-from pinn.problem import Dirichlet, Problem, load_problem
+from pinn.problem import Problem, load_problem
 from pinn.stochastic import stochastic_laplacian
 from pinn.taylor import (
     TaylorModeUnsupported,
@@ -37,14 +38,19 @@ __all__ = [
     "BoundaryPoints",
     "Box",
     "CheckpointError",
+    "Condition",
     "ConfigError",
     "Dirichlet",
     "Field",
     "FitResult",
+    "Initial",
+    "Neumann",
     "NotPointwiseError",
+    "Periodic",
     "PinnError",
     "PointSampler",
     "Problem",
+    "Robin",
     "TrainSettings",
     "TrainingDiverged",
     "Validator",

@@ -28,12 +28,14 @@ class BoundaryPoints:
         normals: (N, d) outward unit normals.
         face: (N,) long index into `face_names`.
         face_names: the name of each face, e.g. ("x_min", "x_max", ...).
+        box: the box they lie on (its corners match points across opposite faces), or None.
     """
 
     points: torch.Tensor
     normals: torch.Tensor
     face: torch.Tensor
     face_names: tuple[str, ...]
+    box: Box | None = None
 
     def on(self, faces: str | Sequence[str]) -> torch.Tensor:
         """(N,) bool mask of the points that lie on the named face or on any of the faces."""
@@ -136,7 +138,7 @@ class Box:
             normals.append(normal)
             faces.append(torch.full((count,), face, dtype=torch.long, device=device))
         return BoundaryPoints(
-            torch.cat(points), torch.cat(normals), torch.cat(faces), self.face_names
+            torch.cat(points), torch.cat(normals), torch.cat(faces), self.face_names, self
         )
 
     def grid(

@@ -169,6 +169,43 @@ class Engine:
         self._recorders[site] = recorder
         return recorder
 
+    def state_dict(self) -> dict:
+        """The engine that runs and its plan per site, as plain lists: {"name", "plans"}.
+
+        A resumed run needs the plans: re-recording would run one step on autograd where the
+        interrupted run ran Taylor, and change the last bits of everything after it.
+        """
+        plans = {**self._plans, **{site: f.requests for site, f in self._recorders.items()}}
+        return {"name": self.name, "plans": {site: _plan_state(p) for site, p in plans.items()}}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continue with the plans of `state` (from `state_dict`) instead of recording anew."""
+        if state["name"] != self.name:
+            raise ConfigError(
+                f"the checkpoint was trained with the {state['name']} engine, this run would "
+                f"use {self.name}; resume with engine={state['name']}"
+            )
+        self._recorders.clear()
+        self._plans = {site: _plan_from_state(p) for site, p in state["plans"].items()}
+
+
+def _plan_state(plan: Requests) -> dict:
+    return {
+        "first": sorted(plan.first),
+        "diagonal": sorted(plan.diagonal),
+        "laplacian": plan.laplacian,
+        "mixed": [list(pair) for pair in sorted(plan.mixed)],
+    }
+
+
+def _plan_from_state(state: dict) -> Requests:
+    return Requests(
+        first=set(state["first"]),
+        diagonal=set(state["diagonal"]),
+        laplacian=bool(state["laplacian"]),
+        mixed={(i, j) for i, j in state["mixed"]},
+    )
+
 
 def make_field(f: Model, x: torch.Tensor, engine: str, plan: Requests) -> Field:
     """A one-off field for the public functions, computing `plan` with `engine`."""

@@ -15,3 +15,9 @@ class NotPointwiseError(PinnError, ValueError):
 
 class TrainingDiverged(PinnError, RuntimeError):
     """The loss became NaN or infinite; the last good checkpoint is kept on disk."""
+
+
+def require_int(key: str, value: object, minimum: int) -> None:
+    """Refuse `value` unless it is a whole number >= `minimum`, naming the config `key`."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ConfigError(f"{key} must be a whole number >= {minimum}, got {value!r}")

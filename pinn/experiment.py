@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -22,11 +23,13 @@ from pinn.errors import ConfigError
 from pinn.models import MLP
 from pinn.plots import plot_loss, plot_solution
 from pinn.problem import Problem, load_problem
+from pinn.resume import checkpoint_file, load_resume
 from pinn.trainer import FitResult, PointSampler, TrainSettings, fit
 from pinn.validation import Validator, evaluation_points
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
+log = logging.getLogger("pinn")
 
 
 def compose_config(overrides: list[str] | None = None, config_dir: str | Path = CONF_DIR):
@@ -43,8 +46,14 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
     Every config value is checked (and the objects built) before training starts, so bad input
     costs nothing. Writes: config.yaml, metrics.json, history.csv, solution.png, loss.png and
     checkpoint.pt into `run_dir`.
+
+    With `cfg.resume` set to an earlier run's directory, continues that run from its checkpoint
+    (`pinn.resume`: the config must be the saved one) and writes the whole run, history from
+    step 0 included, into `run_dir`. Nothing is written into the resumed directory unless it is
+    `run_dir` itself, and then only states later than the saved one.
     """
     run_dir = Path(run_dir)
+    resume = load_resume(cfg)  # first: a bad checkpoint or config costs nothing
     dtype, device = _dtype(cfg.dtype), torch.device(cfg.device)
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
@@ -69,6 +78,8 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
     )
     resolved = OmegaConf.to_container(cfg, resolve=True)
 
+    if resume is not None:
+        _announce(cfg.resume, resume, run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
     started = time.perf_counter()
@@ -82,12 +93,30 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
         checkpoint_path=run_dir / CHECKPOINT_NAME,
         checkpoint_extra={"config": resolved},
         engine=cfg.engine,
+        resume_from=resume,
     )
-    wall_time = time.perf_counter() - started
+    # Training time over every invocation of the run (what a resumed one did before, too).
+    wall_time = time.perf_counter() - started + (resume["training"]["time_s"] if resume else 0)
 
     metrics = summarise(result, validator, model, wall_time)
     write_outputs(run_dir, problem, model, result, metrics)
     return metrics
+
+
+def _announce(resume: str, state: dict[str, Any], run_dir: Path) -> None:
+    path, step, phase = checkpoint_file(resume), state["step"], state["training"]["phase"]
+    if phase == "done":
+        log.info(
+            "the run in %s had already finished at step %d: nothing left to train; "
+            "its final model is validated and its outputs written again into %s",
+            path.parent,
+            step,
+            run_dir,
+        )
+    else:
+        log.info(
+            "resuming the run in %s at step %d (%s), writing to %s", path, step, phase, run_dir
+        )
 
 
 def build_model(problem: Problem, model_cfg: DictConfig, seed: int) -> MLP:

@@ -10,7 +10,7 @@ import torch
 from pinn.domain import BoundaryPoints
 from pinn.engines import Engine
 from pinn.errors import ConfigError
-from pinn.field import Model
+from pinn.field import Field, Model
 from pinn.problem import Problem
 
 
@@ -28,25 +28,32 @@ def loss_terms(
     """Mean-square residual of the PDE ("pde", or "pde_<key>" for systems) and each condition.
 
     `engine` makes the fields (see `pinn.engines`); keep one per training run so it can plan
-    its Taylor passes. Without one, plain autograd fields are used.
+    its Taylor passes. Without one, plain autograd fields are used. Each condition gets the
+    field at every boundary point and `field_at`, which makes fields elsewhere (a periodic
+    condition's opposite face) through the same engine, one planning site each.
     """
     engine = engine or Engine("autograd", model, announce=False)
-    interior = engine.field(batch.interior, problem.inputs, problem.outputs, "interior")
+
+    def field_at(points: torch.Tensor, site: str) -> Field:
+        return engine.field(points, problem.inputs, problem.outputs, site)
+
+    interior = field_at(batch.interior, "interior")
     residual = problem.residual(interior.x, interior)
     if isinstance(residual, Mapping):
         terms = {f"pde_{key}": _mean_square(value) for key, value in residual.items()}
     else:
         terms = {"pde": _mean_square(residual)}
     if problem.conditions:
-        points = batch.boundary.points
-        boundary = engine.field(points, problem.inputs, problem.outputs, "boundary")
+        # One field at every boundary point, shared by the conditions (each masks its own).
+        boundary = field_at(batch.boundary.points, "boundary")
         for condition in problem.conditions:
             if condition.name in terms:
                 raise ConfigError(
                     f"two loss terms are named {condition.name!r}; give each condition its own "
                     "name, e.g. Dirichlet(on='x_min', name='left')"
                 )
-            terms[condition.name] = _mean_square(condition.residual(boundary, batch.boundary))
+            residual = condition.residual(boundary, batch.boundary, field_at)
+            terms[condition.name] = _mean_square(residual)
     return terms
 
 

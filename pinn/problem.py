@@ -12,70 +12,21 @@ A user writes, in `problems/<name>.py`:
         def exact(self, x):
             return torch.sin(pi * x[:, 0]) * torch.sin(pi * x[:, 1]) / (2 * pi**2)
 
-and `conf/problem/<name>.yaml` naming the class in `target`.
+and `conf/problem/<name>.yaml` naming the class in `target`. The conditions (Dirichlet, Neumann,
+Robin, Periodic, Initial) live in `pinn.conditions`.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import torch
 
-from pinn.domain import BoundaryPoints, Box
+from pinn.conditions import Condition
+from pinn.domain import Box
 from pinn.errors import ConfigError
 from pinn.field import Field
-
-# A condition's value: a constant, or a function of the (N, d) points returning (N,).
-Value = float | Callable[[torch.Tensor], torch.Tensor]
-
-
-class Dirichlet:
-    """u = value on the named faces ("boundary" means every face).
-
-    Args:
-        on: "boundary", one face name ("x_min") or a list of face names.
-        value: a constant or a function of the (N, d) boundary points returning (N,).
-        out: which output the condition holds for (needed only with several outputs).
-        name: the loss term's name (default "dirichlet").
-    """
-
-    def __init__(
-        self,
-        on: str | Sequence[str] = "boundary",
-        value: Value = 0.0,
-        out: str | int | None = None,
-        name: str = "dirichlet",
-    ):
-        self.faces = on
-        self.value = value
-        self.out = out
-        self.name = name
-
-    def residual(self, u: Field, boundary: BoundaryPoints) -> torch.Tensor:
-        """(n,) u - value at the boundary points on this condition's faces."""
-        mask = _face_mask(self.faces, boundary)
-        target = evaluate_value(self.value, boundary.points[mask])
-        return u(self.out)[mask] - target
-
-
-def evaluate_value(value: Value, points: torch.Tensor) -> torch.Tensor:
-    """(n,) the value of a condition at (n, d) points, from a constant or a function."""
-    if callable(value):
-        result = value(points)
-        if result.shape != points.shape[:1]:
-            raise ValueError(
-                f"a condition's value function must return shape ({points.shape[0]},), "
-                f"got {tuple(result.shape)}"
-            )
-        return result
-    return torch.full(points.shape[:1], float(value), dtype=points.dtype, device=points.device)
-
-
-def _face_mask(faces: str | Sequence[str], boundary: BoundaryPoints) -> torch.Tensor:
-    if faces == "boundary":
-        return torch.ones_like(boundary.face, dtype=torch.bool)
-    return boundary.on(faces)
 
 
 class Problem:
@@ -84,12 +35,13 @@ class Problem:
     Attributes:
         domain: the `Box` the PDE holds on; its coordinate names name the inputs.
         outputs: names of the network's outputs (default one output, "u").
-        conditions: boundary conditions, each adding one named loss term.
+        conditions: boundary and initial conditions (`pinn.conditions`), each adding one
+            named loss term.
     """
 
     domain: Box
     outputs: tuple[str, ...] = ("u",)
-    conditions: Sequence[Dirichlet] = ()
+    conditions: Sequence[Condition] = ()
 
     @property
     def inputs(self) -> tuple[str, ...]:

@@ -6,6 +6,12 @@
 Every step's loss is checked before the parameters move: a NaN or inf loss stops the run with
 `TrainingDiverged`, and the checkpoint on disk (written only from parameters whose loss was
 finite) is the last good one.
+
+A checkpoint holds the whole state of the run (see `_Run.checkpoint_state`), so
+
+    result  = fit(problem, model, settings, points, resume_from="run/checkpoint.pt")
+
+continues an interrupted run and ends bit for bit where the uninterrupted one would have.
 """
 
 from __future__ import annotations
@@ -21,13 +27,13 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from pinn.checkpoint import save_checkpoint
+from pinn.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from pinn.derivatives import check_pointwise
-from pinn.domain import Box
 from pinn.engines import Engine
-from pinn.errors import ConfigError, TrainingDiverged
+from pinn.errors import ConfigError, TrainingDiverged, require_int
 from pinn.loss import Batch, loss_terms, weighted_sum
 from pinn.problem import Problem
+from pinn.sampler import PointSampler
 from pinn.validation import Validator
 
 
@@ -57,50 +63,29 @@ class TrainSettings:
 
     def __post_init__(self) -> None:
         for key in ("steps", "lbfgs_steps", "resample_every", "checkpoint_every"):
-            _require_int(key, getattr(self, key), minimum=0)
-        _require_int("log_every", self.log_every, minimum=1)
+            require_int(f"trainer.{key}", getattr(self, key), minimum=0)
+        require_int("trainer.log_every", self.log_every, minimum=1)
         for key in ("lr", "lr_decay"):
             value = getattr(self, key)
             if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
                 raise ConfigError(f"trainer.{key} must be a number > 0, got {value!r}")
 
 
-class PointSampler:
-    """Draws the interior and boundary points of a training step from one seeded generator.
-
-    Shapes: `draw().interior` is (n_interior, d); `draw().boundary.points` is (n_boundary, d).
-    """
-
-    def __init__(
-        self,
-        domain: Box,
-        n_interior: int,
-        n_boundary: int,
-        method: str,
-        generator: torch.Generator,
-        dtype: torch.dtype = torch.float32,
-        device: str | torch.device = "cpu",
-    ):
-        _require_int("problem.n_interior", n_interior, minimum=1, prefix="")
-        _require_int("problem.n_boundary", n_boundary, minimum=1, prefix="")
-        self.domain, self.method, self.generator = domain, method, generator
-        self.n_interior, self.n_boundary = n_interior, n_boundary
-        self.dtype, self.device = dtype, device
-
-    def draw(self) -> Batch:
-        options = dict(method=self.method, dtype=self.dtype, device=self.device)
-        interior = self.domain.sample_interior(self.n_interior, self.generator, **options)
-        boundary = self.domain.sample_boundary(self.n_boundary, self.generator, **options)
-        return Batch(interior, boundary)
-
-
 @dataclass
 class FitResult:
-    """What `fit` returns: the history rows, the number of optimiser steps and the last loss."""
+    """What `fit` returns: the history rows, the number of optimiser steps and the last loss.
+
+    `resumed_from` is the step the run was resumed at (None for a run started afresh).
+    """
 
     history: list[dict[str, float]] = field(default_factory=list)
     steps: int = 0
     final_loss: float = math.nan
+    resumed_from: int | None = None
+
+
+# What may differ between a run and its resumption: neither changes a single number.
+_FREE_SETTINGS = ("progress", "checkpoint_every")
 
 
 def fit(
@@ -113,6 +98,7 @@ def fit(
     checkpoint_path: str | Path | None = None,
     checkpoint_extra: Mapping[str, Any] | None = None,
     engine: str = "auto",
+    resume_from: Mapping[str, Any] | str | Path | None = None,
 ) -> FitResult:
     """Train `model` on `problem` in place: Adam for `settings.steps`, then L-BFGS.
 
@@ -123,9 +109,15 @@ def fit(
         checkpoint_extra: more entries for the checkpoint (the resolved config, say).
         engine: the residual engine, "auto", "taylor", "autograd" or "functorch"
             (`pinn.engines`); the one that runs is logged once at the start.
+        resume_from: a checkpoint (its path, or the dict `load_checkpoint` returns) of an
+            earlier run with the same problem, model, settings, sampler and engine: training
+            continues from its state and ends exactly where the uninterrupted run ends. `model`
+            and `points` are overwritten with the saved state. A finished run's checkpoint
+            only restores the final model and returns its result.
 
     Raises:
         TrainingDiverged: the loss became NaN or inf; the last good checkpoint is kept.
+        CheckpointError, ConfigError: `resume_from` is unreadable or from another kind of run.
     """
     run = _Run(
         problem,
@@ -138,11 +130,19 @@ def fit(
         dict(checkpoint_extra or {}),
         Engine(engine, model),
     )
+    if resume_from is not None:
+        is_path = isinstance(resume_from, (str, Path))
+        run.restore(load_checkpoint(resume_from) if is_path else resume_from)
     return run.train()
 
 
 class _Run:
-    """The state of one call to `fit`, so the loop below reads top to bottom."""
+    """The state of one call to `fit`, so the loop below reads top to bottom.
+
+    Besides the model, what a checkpoint must carry to continue: the phase ("adam", "lbfgs",
+    "done"), the live optimiser (and scheduler), the current batch (via the sampler), the
+    engine's plans, the history and the step count (`self.result`).
+    """
 
     def __init__(self, problem, model, settings, points, weights, validator, path, extra, engine):
         self.problem, self.model, self.settings = problem, model, settings
@@ -150,23 +150,34 @@ class _Run:
         self.checkpoint_path, self.checkpoint_extra = path, extra
         self.engine = engine
         self.result = FitResult()
+        self.phase = "adam"
+        self.batch: Batch | None = None
+        self.optimizer: torch.optim.Optimizer | None = None
+        self.scheduler: torch.optim.lr_scheduler.LRScheduler | None = None
+        self.resumed: dict[str, Any] = {}  # the saved training state, when resuming
         self._last_saved: int | None = None
         self.started = time.perf_counter()
-        self.bar = tqdm(
-            total=settings.steps + settings.lbfgs_steps,
-            disable=not settings.progress,
-            desc="adam",
-            dynamic_ncols=True,
-        )
 
     def train(self) -> FitResult:
-        batch = self.points.draw()
-        check_pointwise(self.model, batch.interior)
+        if self.phase == "done":
+            return self.result  # a finished run: nothing left to train
+        if self.batch is None:  # a fresh run (a resumed one has its batch back)
+            self.batch = self.points.draw()
+        check_pointwise(self.model, self.batch.interior)
+        self.bar = tqdm(
+            total=self.settings.steps + self.settings.lbfgs_steps,
+            initial=self.result.steps,
+            disable=not self.settings.progress,
+            desc=self.phase,
+            dynamic_ncols=True,
+        )
         try:
-            batch = self._adam(batch)
-            self._lbfgs(batch)
+            if self.phase == "adam":
+                self._adam()
+            self._lbfgs()
             # The final loss, at the final parameters, and the checkpoint that goes with it.
-            terms, loss = self._loss(batch, phase="final")
+            terms, loss = self._loss(self.batch, phase="final")
+            self.phase = "done"
             self._log(self.result.steps, "final", terms, loss, force=True)
             self._checkpoint(loss)
         finally:
@@ -176,36 +187,42 @@ class _Run:
 
     # ---- phases --------------------------------------------------------------------------
 
-    def _adam(self, batch: Batch) -> Batch:
-        steps, parameters = self.settings.steps, list(self.model.parameters())
-        if steps == 0:
-            return batch
-        # The fused kernel updates every parameter in one call: less per-step overhead.
-        optimizer = torch.optim.Adam(parameters, lr=self.settings.lr, fused=True)
-        decay = torch.optim.lr_scheduler.ExponentialLR(
-            optimizer, gamma=self.settings.lr_decay ** (1 / steps)
-        )
-        every = self.settings.resample_every
-        for step in range(steps):
-            if every and step and step % every == 0:
-                batch = self.points.draw()
-            optimizer.zero_grad(set_to_none=True)
-            terms, loss = self._loss(batch, phase="adam")
-            # The parameters that gave this finite loss are the ones worth keeping.
-            self._log(step, "adam", terms, loss, lr=optimizer.param_groups[0]["lr"])
-            self._maybe_checkpoint(loss)
-            loss.backward()
-            optimizer.step()
-            decay.step()
-            self._advance()
-        return batch
-
-    def _lbfgs(self, batch: Batch) -> None:
-        remaining = self.settings.lbfgs_steps
-        if remaining == 0:
+    def _adam(self) -> None:
+        steps, first = self.settings.steps, self.result.steps
+        if first >= steps:
             return
+        # The fused kernel updates every parameter in one call: less per-step overhead.
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.settings.lr, fused=True)
+        self.scheduler = torch.optim.lr_scheduler.ExponentialLR(
+            self.optimizer, gamma=self.settings.lr_decay ** (1 / steps)
+        )
+        if self.resumed.get("phase") == "adam":  # moments, step counts and the current rate
+            self.optimizer.load_state_dict(self.resumed["optimizer"])
+            self.scheduler.load_state_dict(self.resumed["scheduler"])
+        every = self.settings.resample_every
+        for step in range(first, steps):
+            # Fresh points every `every` steps; the first step uses those drawn (or restored).
+            if every and step > first and step % every == 0:
+                self.batch = self.points.draw()
+            self.optimizer.zero_grad(set_to_none=True)
+            terms, loss = self._loss(self.batch, phase="adam")
+            # The state at the start of this step, now known to give a finite loss.
+            self._maybe_checkpoint(loss)
+            self._log(step, "adam", terms, loss, lr=self.optimizer.param_groups[0]["lr"])
+            loss.backward()
+            self.optimizer.step()
+            self.scheduler.step()
+            self._advance()
+
+    def _lbfgs(self) -> None:
+        total = self.settings.lbfgs_steps
+        remaining = total - (self.result.steps - self.settings.steps)
+        if remaining <= 0:
+            return
+        self.phase = "lbfgs"
         self.bar.set_description("lbfgs")
-        chunk = min(self.settings.log_every, remaining)
+        # Chunks of `log_every` iterations: a history row and maybe a checkpoint between them.
+        chunk = min(self.settings.log_every, total)
         optimizer = torch.optim.LBFGS(
             self.model.parameters(),
             lr=1.0,
@@ -216,11 +233,14 @@ class _Run:
             tolerance_grad=0.0,
             tolerance_change=0.0,
         )
+        if self.resumed.get("phase") == "lbfgs":  # directions, step sizes, last gradient, ...
+            optimizer.load_state_dict(self.resumed["optimizer"])
+        self.optimizer, self.scheduler = optimizer, None
         latest: dict[str, Any] = {}
 
         def closure() -> torch.Tensor:
             optimizer.zero_grad(set_to_none=True)
-            terms, loss = self._loss(batch, phase="lbfgs")
+            terms, loss = self._loss(self.batch, phase="lbfgs")
             loss.backward()
             latest.update(terms=terms, loss=loss)
             return loss
@@ -232,7 +252,7 @@ class _Run:
             done = _lbfgs_iterations(optimizer) - before
             if done == 0:
                 tqdm.write(
-                    f"L-BFGS stopped after {self.settings.lbfgs_steps - remaining} "
+                    f"L-BFGS stopped after {total - remaining} "
                     "iterations: the line search found no lower loss."
                 )
                 return
@@ -284,6 +304,8 @@ class _Run:
             shown["rel_l2"] = f"{row['rel_l2']:.2e}"
         self.bar.set_postfix(shown, refresh=False)
 
+    # ---- checkpoints ---------------------------------------------------------------------
+
     def _maybe_checkpoint(self, loss: torch.Tensor) -> None:
         every = self.settings.checkpoint_every
         if every and self.result.steps - (self._last_saved or 0) >= every:
@@ -292,22 +314,68 @@ class _Run:
     def _checkpoint(self, loss: torch.Tensor) -> None:
         if self.checkpoint_path is None:
             return
-        state = {
+        save_checkpoint(self.checkpoint_path, self.checkpoint_state(loss))
+        self._last_saved = self.result.steps
+
+    def checkpoint_state(self, loss: torch.Tensor) -> dict[str, Any]:
+        """Everything the run needs to continue, as tensors, numbers, strings, lists and dicts.
+
+        model: the parameters at the start of step `step` (Adam), or after `step` steps
+        (L-BFGS, final); loss: theirs; history: the rows logged before this state. training:
+        phase ("adam", "lbfgs" or "done"); optimizer (Adam's moments and step counts, or
+        L-BFGS's directions, step, last gradient and counters) and scheduler (the decaying
+        rate, Adam only); sampler (generator state before the current batch was drawn, and that
+        batch); engine (its plans); settings (to check a resumption against); time_s.
+        """
+        return {
             "model": self.model.state_dict(),
             "step": self.result.steps,
             "loss": loss.item(),
             "history": self.result.history,
+            "training": {
+                "phase": self.phase,
+                "optimizer": self.optimizer.state_dict() if self.optimizer else None,
+                "scheduler": self.scheduler.state_dict() if self.scheduler else None,
+                "sampler": self.points.state_dict(),
+                "engine": self.engine.state_dict(),
+                "settings": _shaping(self.settings),
+                "time_s": time.perf_counter() - self.started,
+            },
             **self.checkpoint_extra,
         }
-        save_checkpoint(self.checkpoint_path, state)
-        self._last_saved = self.result.steps
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Take up the run `state` (from `checkpoint_state`) left off."""
+        training = state.get("training")
+        if not isinstance(training, Mapping):
+            raise CheckpointError(
+                "the checkpoint holds no training state (written before pinn could resume), "
+                "so the run cannot be continued from it"
+            )
+        if training["settings"] != _shaping(self.settings):
+            raise ConfigError(
+                f"the checkpoint was trained with other settings, {training['settings']}, than "
+                f"these, {_shaping(self.settings)}: a resumed run keeps its settings"
+            )
+        try:
+            self.model.load_state_dict(state["model"])
+        except RuntimeError as error:
+            raise CheckpointError(f"the checkpoint's model is not this model: {error}") from error
+        self.engine.load_state_dict(training["engine"])
+        self.batch = self.points.load_state_dict(training["sampler"])
+        self.phase, self.resumed = training["phase"], dict(training)
+        self.result = FitResult(list(state["history"]), state["step"], resumed_from=state["step"])
+        if self.phase == "done":
+            self.result.final_loss = state["loss"]
+        self._last_saved = state["step"]
+        self.started -= training["time_s"]  # history times go on from where they stopped
+
+
+def _shaping(settings: TrainSettings) -> dict[str, Any]:
+    """The settings that shape the result: all but progress and checkpoint_every."""
+    return {k: v for k, v in vars(settings).items() if k not in _FREE_SETTINGS}
 
 
 def _lbfgs_iterations(optimizer: torch.optim.LBFGS) -> int:
     state = optimizer.state[optimizer.param_groups[0]["params"][0]]
     return int(state.get("n_iter", 0))
-
-
-def _require_int(key: str, value: Any, minimum: int, prefix: str = "trainer.") -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise ConfigError(f"{prefix}{key} must be a whole number >= {minimum}, got {value!r}")

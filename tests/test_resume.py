@@ -1,0 +1,325 @@
+"""Resume: a run killed at any point and resumed ends bit for bit where it would have ended.
+
+The CLI tests kill a real `python -m pinn` run with SIGKILL (float64, one thread) in the Adam
+phase or part-way through L-BFGS, resume it, and compare with an uninterrupted run of the same
+seed: parameters, loss, metrics and history must be identical, not close.
+"""
+
+import csv
+import io
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+import pinn.trainer
+from pinn import (
+    MLP,
+    CheckpointError,
+    ConfigError,
+    PointSampler,
+    TrainSettings,
+    compose_config,
+    fit,
+    load_checkpoint,
+    save_checkpoint,
+    train,
+)
+from problems.poisson import Poisson
+
+REPO = Path(__file__).resolve().parent.parent
+RUN = [
+    "problem=poisson",
+    "dtype=float64",
+    "threads=1",
+    "seed=3",
+    "trainer.progress=false",
+    "problem.n_interior=64",
+    "problem.n_boundary=32",
+    "model.width=8",
+    "model.depth=2",
+    "trainer.steps=300",
+    "trainer.lbfgs_steps=200",
+    "trainer.log_every=10",
+    "trainer.checkpoint_every=5",
+    "trainer.resample_every=7",
+]
+WEIGHTS = {"dirichlet": 100.0}
+
+
+# ---- fit(..., resume_from=...) in process ------------------------------------------------------
+
+
+def tiny_parts():
+    """A tiny float64 Poisson problem, its model and point sampler, seeded."""
+    problem = Poisson()
+    model = MLP(
+        2,
+        1,
+        width=8,
+        depth=2,
+        lower=problem.domain.lower,
+        upper=problem.domain.upper,
+        generator=torch.Generator().manual_seed(0),
+    ).double()
+    points = PointSampler(
+        problem.domain, 64, 32, "sobol", torch.Generator().manual_seed(1), dtype=torch.float64
+    )
+    return problem, model, points
+
+
+def tiny_fit(settings, **options):
+    """Fit `tiny_parts()` with `settings`; returns (model, FitResult)."""
+    problem, model, points = tiny_parts()
+    return model, fit(problem, model, settings, points, weights=WEIGHTS, **options)
+
+
+SETTINGS = TrainSettings(
+    steps=30, lbfgs_steps=25, log_every=5, resample_every=4, checkpoint_every=3, progress=False
+)
+
+
+def flat(model):
+    return torch.cat([p.detach().flatten() for p in model.parameters()])
+
+
+def same_rows(history):
+    """The history without its times, as text (so NaN learning rates compare equal)."""
+    return repr([{k: v for k, v in row.items() if k != "time_s"} for row in history])
+
+
+@pytest.fixture
+def every_checkpoint(monkeypatch):
+    """Run `tiny_fit(SETTINGS)`; returns (model, result, [each checkpoint it wrote, as bytes])."""
+    written = []
+
+    def keep(path, state):
+        buffer = io.BytesIO()
+        torch.save(state, buffer)
+        written.append(buffer.getvalue())
+
+    monkeypatch.setattr(pinn.trainer, "save_checkpoint", keep)
+    model, result = tiny_fit(SETTINGS, checkpoint_path="unused.pt")
+    monkeypatch.setattr(pinn.trainer, "save_checkpoint", lambda path, state: None)
+    return model, result, written
+
+
+def test_resuming_from_any_checkpoint_ends_exactly_like_the_uninterrupted_run(every_checkpoint):
+    model, result, written = every_checkpoint
+    phases = []
+    for data in written:
+        state = torch.load(io.BytesIO(data), weights_only=True)
+        phases.append(state["training"]["phase"])
+        resumed_model, resumed = tiny_fit(SETTINGS, checkpoint_path="unused.pt", resume_from=state)
+        where = f"resumed at step {state['step']} ({phases[-1]})"
+        assert torch.equal(flat(resumed_model), flat(model)), where
+        assert resumed.final_loss == result.final_loss, where
+        assert resumed.steps == result.steps == 55, where
+        assert same_rows(resumed.history) == same_rows(result.history), where
+    # Adam between redraws, L-BFGS between chunks (a fresh LBFGS given load_state_dict), done.
+    assert phases.count("adam") >= 5 and phases.count("lbfgs") >= 3 and phases[-1] == "done"
+
+
+def test_training_draws_nothing_from_the_global_generator(every_checkpoint):
+    # Every random number of a run comes from its own seeded generators: resuming needs no
+    # global RNG state. (Building the model does consume it, in nn.Linear's default
+    # initialisation, which MLP then overwrites from its own generator.)
+    state = torch.load(io.BytesIO(every_checkpoint[2][4]), weights_only=True)
+    for resume_from in (None, state):
+        problem, model, points = tiny_parts()
+        global_rng = torch.get_rng_state()
+        fit(problem, model, SETTINGS, points, weights=WEIGHTS, resume_from=resume_from)
+        assert torch.equal(torch.get_rng_state(), global_rng)
+
+
+def is_plain(value) -> bool:
+    if isinstance(value, dict):
+        return all(isinstance(k, (str, int)) and is_plain(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return all(is_plain(v) for v in value)
+    return value is None or isinstance(value, (torch.Tensor, int, float, str, bool))
+
+
+def test_checkpoints_hold_plain_data_and_load_with_weights_only(every_checkpoint):
+    _, _, written = every_checkpoint
+    for data in (written[2], written[-3]):  # one in Adam, one in L-BFGS
+        state = torch.load(io.BytesIO(data), weights_only=True)
+        assert is_plain(state)
+        generator = state["training"]["sampler"]["generator"]
+        assert generator.dtype == torch.uint8
+        assert state["training"]["engine"]["plans"]["interior"]["laplacian"] is True
+
+
+def test_fit_refuses_a_checkpoint_of_another_run(every_checkpoint):
+    _, _, written = every_checkpoint
+    state = torch.load(io.BytesIO(written[2]), weights_only=True)
+    with pytest.raises(ConfigError, match="other settings"):
+        tiny_fit(TrainSettings(steps=31, lbfgs_steps=25, log_every=5), resume_from=state)
+    settings = TrainSettings(**{**vars(SETTINGS), "progress": True, "checkpoint_every": 0})
+    tiny_fit(settings, resume_from=state)  # display and checkpointing may change
+    with pytest.raises(CheckpointError, match="no training state"):
+        tiny_fit(SETTINGS, resume_from={"model": {}, "step": 3, "history": []})
+
+
+# ---- python -m pinn ... resume=<run dir> ------------------------------------------------------
+
+
+def environment():
+    return {**os.environ, "OMP_NUM_THREADS": "1", "HYDRA_FULL_ERROR": "0"}
+
+
+def run_pinn(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "pinn", *args],
+        cwd=REPO,
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def kill_when(run_dir: Path, phase: str) -> dict:
+    """Start the run in `run_dir`, SIGKILL it once its checkpoint is past step 0 in `phase`."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pinn", *RUN, f"hydra.run.dir={run_dir}"],
+        cwd=REPO,
+        env=environment(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and process.poll() is None:
+            state = _peek(run_dir / "checkpoint.pt")
+            if state and state["step"] > 0 and state["training"]["phase"] == phase:
+                process.send_signal(signal.SIGKILL)
+                break
+            time.sleep(0.005)
+    finally:
+        process.kill()
+        process.wait()
+    state = load_checkpoint(run_dir / "checkpoint.pt")
+    assert state["training"]["phase"] == phase, "killed too late: make the run longer"
+    assert not (run_dir / "metrics.json").exists()
+    return state
+
+
+def _peek(path: Path) -> dict | None:
+    try:
+        return load_checkpoint(path)
+    except CheckpointError:
+        return None
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def outputs(run_dir: Path) -> tuple[dict, list[dict]]:
+    """metrics.json but the time, and history.csv but the times."""
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    metrics.pop("wall_time_s")
+    with open(run_dir / "history.csv") as file:
+        history = [{k: v for k, v in row.items() if k != "time_s"} for row in csv.DictReader(file)]
+    return metrics, history
+
+
+def assert_same_outcome(resumed: Path, reference: Path) -> None:
+    """Identical final parameters, loss and step count, metrics and history."""
+    state, ref_state = (load_checkpoint(d / "checkpoint.pt") for d in (resumed, reference))
+    assert state["model"].keys() == ref_state["model"].keys()
+    assert all(torch.equal(state["model"][k], ref_state["model"][k]) for k in state["model"])
+    assert (state["loss"], state["step"]) == (ref_state["loss"], ref_state["step"])
+    assert state["training"]["phase"] == "done"
+    assert outputs(resumed) == outputs(reference)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory) -> Path:
+    run_dir = tmp_path_factory.mktemp("uninterrupted")
+    result = run_pinn(*RUN, f"hydra.run.dir={run_dir}")
+    assert result.returncode == 0, result.stderr
+    return run_dir
+
+
+def test_killed_in_adam_and_resumed_into_a_new_directory(uninterrupted, tmp_path):
+    killed = tmp_path / "killed"
+    saved = kill_when(killed, "adam")
+    before = snapshot(killed)
+    resumed = tmp_path / "resumed"
+    result = run_pinn(*RUN, f"resume={killed}", f"hydra.run.dir={resumed}")
+    assert result.returncode == 0, result.stderr
+    assert f"resuming the run in {killed / 'checkpoint.pt'} at step {saved['step']}" in (
+        result.stdout
+    )
+    assert_same_outcome(resumed, uninterrupted)
+    assert snapshot(killed) == before  # the interrupted run is left as it was
+
+
+def test_killed_in_lbfgs_and_resumed_in_place(uninterrupted, tmp_path):
+    killed = tmp_path / "run"
+    saved = kill_when(killed, "lbfgs")
+    assert 300 < saved["step"] < 500
+    result = run_pinn(
+        *RUN, "trainer.checkpoint_every=50", f"resume={killed}", f"hydra.run.dir={killed}"
+    )
+    assert result.returncode == 0, result.stderr
+    assert_same_outcome(killed, uninterrupted)
+
+
+def test_a_finished_run_is_not_trained_again(uninterrupted, tmp_path):
+    before = snapshot(uninterrupted)
+    again = tmp_path / "again"
+    result = run_pinn(*RUN, f"resume={uninterrupted}", f"hydra.run.dir={again}")
+    assert result.returncode == 0, result.stderr
+    assert "had already finished at step 500: nothing left to train" in result.stdout
+    assert snapshot(uninterrupted) == before
+    assert outputs(again) == outputs(uninterrupted)  # its outputs, written again
+    assert not (again / "checkpoint.pt").exists()  # no new state: nothing was trained
+
+
+def test_a_corrupt_checkpoint_is_refused_and_left_alone(tmp_path):
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    (damaged / "checkpoint.pt").write_bytes(b"PK\x03\x04 half a zip file")
+    (damaged / "config.yaml").write_text("seed: 0\n")
+    before = snapshot(damaged)
+    result = run_pinn(*RUN, f"resume={damaged}", f"hydra.run.dir={tmp_path / 'new'}")
+    assert result.returncode == 1
+    assert f"pinn: error: resume={damaged}: " in result.stderr
+    assert "not a readable pinn checkpoint" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert snapshot(damaged) == before
+    assert not (tmp_path / "new" / "checkpoint.pt").exists()
+
+
+def test_foreign_checkpoints_and_changed_configs_are_refused(uninterrupted, tmp_path):
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    torch.save({"weights": torch.zeros(2)}, foreign / "checkpoint.pt")
+    old = tmp_path / "old"
+    save_checkpoint(old / "checkpoint.pt", {"model": {}, "step": 3, "history": []})
+    cases = [
+        (foreign, [], CheckpointError, "not a pinn checkpoint"),
+        (old, [], CheckpointError, "holds no run to continue"),
+        (tmp_path / "missing", [], CheckpointError, "no checkpoint at"),
+        (uninterrupted, ["model.width=16"], ConfigError, r"model.width=16 \(saved: 8\)"),
+        (uninterrupted, ["dtype=float32"], ConfigError, r"dtype='float32' \(saved: 'float64'\)"),
+        (uninterrupted, ["seed=4"], ConfigError, r"seed=4 \(saved: 3\)"),
+    ]
+    before = snapshot(uninterrupted)
+    for resumed, overrides, error, message in cases:
+        cfg = compose_config([*RUN, *overrides, f"resume={resumed}"])
+        with pytest.raises(error, match=message):
+            train(cfg, tmp_path / "new")
+    assert not (tmp_path / "new").exists()
+    assert snapshot(uninterrupted) == before
+    assert math.isfinite(load_checkpoint(uninterrupted / "checkpoint.pt")["loss"])
