@@ -1,4 +1,4 @@
-"""The training loop: Adam with an exponential learning-rate decay, then L-BFGS.
+"""The training loop: Adam with a decaying learning rate, then L-BFGS.
 
     points  = PointSampler(problem.domain, 2000, 400, "sobol", generator)
     result  = fit(problem, model, TrainSettings(steps=1000, lbfgs_steps=1000), points)
@@ -31,9 +31,11 @@ from pinn.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from pinn.derivatives import check_pointwise
 from pinn.engines import Engine
 from pinn.errors import ConfigError, TrainingDiverged, require_int
+from pinn.lbfgs import IterationLBFGS
 from pinn.loss import Batch, loss_terms, weighted_sum
 from pinn.problem import Problem
 from pinn.sampler import PointSampler
+from pinn.schedules import adam_schedule, check_schedule
 from pinn.validation import Validator
 
 
@@ -44,10 +46,15 @@ class TrainSettings:
     Attributes:
         steps: Adam steps (>= 0).
         lr: Adam's initial learning rate (> 0).
-        lr_decay: the learning rate falls exponentially to lr * lr_decay by the last Adam step.
+        lr_decay: the learning rate falls to lr * lr_decay by the last Adam step.
+        schedule: how it falls, "exponential", "cosine" or "constant" (`pinn.schedules`).
         lbfgs_steps: L-BFGS iterations after Adam (>= 0), on the last points drawn.
+        lbfgs_tolerance: stop L-BFGS after the first iteration that lowers the loss by less
+            than this fraction of it (0 = run all `lbfgs_steps`); it also stops when its line
+            search finds no lower loss.
         resample_every: Adam steps between redraws of the points; 0 draws them once.
-        log_every: steps between rows of the history (and progress-bar updates).
+        log_every: Adam steps between rows of the history (L-BFGS: one row per iteration), and
+            steps between rel_l2 values, progress-bar updates and L-BFGS chunks.
         checkpoint_every: steps between checkpoints; 0 writes one only at the end.
         progress: show a tqdm progress bar.
     """
@@ -55,7 +62,9 @@ class TrainSettings:
     steps: int = 1000
     lr: float = 1e-3
     lr_decay: float = 0.1
+    schedule: str = "exponential"
     lbfgs_steps: int = 2000
+    lbfgs_tolerance: float = 0.0
     resample_every: int = 0
     log_every: int = 100
     checkpoint_every: int = 500
@@ -69,6 +78,10 @@ class TrainSettings:
             value = getattr(self, key)
             if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
                 raise ConfigError(f"trainer.{key} must be a number > 0, got {value!r}")
+        check_schedule(self.schedule)
+        tolerance = self.lbfgs_tolerance
+        if not isinstance(tolerance, (int, float)) or not 0 <= tolerance < 1:
+            raise ConfigError(f"trainer.lbfgs_tolerance must be in [0, 1), got {tolerance!r}")
 
 
 @dataclass
@@ -193,8 +206,8 @@ class _Run:
             return
         # The fused kernel updates every parameter in one call: less per-step overhead.
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.settings.lr, fused=True)
-        self.scheduler = torch.optim.lr_scheduler.ExponentialLR(
-            self.optimizer, gamma=self.settings.lr_decay ** (1 / steps)
+        self.scheduler = adam_schedule(
+            self.optimizer, self.settings.schedule, steps, self.settings.lr_decay
         )
         if self.resumed.get("phase") == "adam":  # moments, step counts and the current rate
             self.optimizer.load_state_dict(self.resumed["optimizer"])
@@ -221,9 +234,11 @@ class _Run:
             return
         self.phase = "lbfgs"
         self.bar.set_description("lbfgs")
-        # Chunks of `log_every` iterations: a history row and maybe a checkpoint between them.
-        chunk = min(self.settings.log_every, total)
-        optimizer = torch.optim.LBFGS(
+        # Chunks of `log_every` iterations, a checkpoint maybe between them; a history row for
+        # each iteration, with the loss of its parameters (no extra evaluation: `pinn.lbfgs`).
+        every = self.settings.log_every
+        chunk = min(every, total)
+        optimizer = IterationLBFGS(
             self.model.parameters(),
             lr=1.0,
             max_iter=chunk,
@@ -236,30 +251,29 @@ class _Run:
         if self.resumed.get("phase") == "lbfgs":  # directions, step sizes, last gradient, ...
             optimizer.load_state_dict(self.resumed["optimizer"])
         self.optimizer, self.scheduler = optimizer, None
-        latest: dict[str, Any] = {}
 
-        def closure() -> torch.Tensor:
+        def closure() -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
             optimizer.zero_grad(set_to_none=True)
             terms, loss = self._loss(self.batch, phase="lbfgs")
             loss.backward()
-            latest.update(terms=terms, loss=loss)
-            return loss
+            return loss, {name: value.detach() for name, value in terms.items()}
+
+        last = {}
+
+        def on_iteration(loss: torch.Tensor, terms: dict[str, torch.Tensor]) -> None:
+            self._advance()  # the model is at this iteration's parameters, `loss` theirs
+            step = self.result.steps
+            self._log(step, "lbfgs", terms, loss, force=True, validate=step % every == 0)
+            last["loss"] = loss
 
         while remaining > 0:
-            optimizer.param_groups[0]["max_iter"] = min(chunk, remaining)
-            before = _lbfgs_iterations(optimizer)
-            optimizer.step(closure)
-            done = _lbfgs_iterations(optimizer) - before
-            if done == 0:
-                tqdm.write(
-                    f"L-BFGS stopped after {total - remaining} "
-                    "iterations: the line search found no lower loss."
-                )
-                return
+            tolerance = self.settings.lbfgs_tolerance
+            done, why = optimizer.iterate(closure, min(chunk, remaining), on_iteration, tolerance)
             remaining -= done
-            self._advance(done)
-            self._log(self.result.steps, "lbfgs", latest["terms"], latest["loss"], force=True)
-            self._maybe_checkpoint(latest["loss"])
+            if why is not None:
+                tqdm.write(f"L-BFGS stopped after {total - remaining} iterations: {why}.")
+                return
+            self._maybe_checkpoint(last["loss"])
 
     # ---- per step ------------------------------------------------------------------------
 
@@ -284,7 +298,7 @@ class _Run:
         self.result.steps += steps
         self.bar.update(steps)
 
-    def _log(self, step, phase, terms, loss, lr=math.nan, force=False) -> None:
+    def _log(self, step, phase, terms, loss, lr=math.nan, force=False, validate=True) -> None:
         every = self.settings.log_every
         if not force and step % every:
             return
@@ -295,7 +309,7 @@ class _Run:
             "lr": lr,
             **{name: value.item() for name, value in terms.items()},
         }
-        if self.validator is not None:
+        if self.validator is not None and validate:
             row["rel_l2"] = self.validator.errors(self.model)["rel_l2"]
         row["time_s"] = time.perf_counter() - self.started
         self.result.history.append(row)
@@ -374,8 +388,3 @@ class _Run:
 def _shaping(settings: TrainSettings) -> dict[str, Any]:
     """The settings that shape the result: all but progress and checkpoint_every."""
     return {k: v for k, v in vars(settings).items() if k not in _FREE_SETTINGS}
-
-
-def _lbfgs_iterations(optimizer: torch.optim.LBFGS) -> int:
-    state = optimizer.state[optimizer.param_groups[0]["params"][0]]
-    return int(state.get("n_iter", 0))
