@@ -204,8 +204,7 @@ class _Run:
         steps, first = self.settings.steps, self.result.steps
         if first >= steps:
             return
-        # The fused kernel updates every parameter in one call: less per-step overhead.
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.settings.lr, fused=True)
+        self.optimizer = _adam(list(self.model.parameters()), self.settings.lr)
         self.scheduler = adam_schedule(
             self.optimizer, self.settings.schedule, steps, self.settings.lr_decay
         )
@@ -388,3 +387,12 @@ class _Run:
 def _shaping(settings: TrainSettings) -> dict[str, Any]:
     """The settings that shape the result: all but progress and checkpoint_every."""
     return {k: v for k, v in vars(settings).items() if k not in _FREE_SETTINGS}
+
+
+def _adam(parameters: list[torch.Tensor], lr: float) -> torch.optim.Adam:
+    """Adam with the fused kernel (one call updates every parameter: less per-step overhead)
+    where this torch and device have one (CPU since torch 2.4), else the default kernel."""
+    try:
+        return torch.optim.Adam(parameters, lr=lr, fused=True)
+    except (RuntimeError, ValueError):  # "fused=True requires ... supported devices"
+        return torch.optim.Adam(parameters, lr=lr)
