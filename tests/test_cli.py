@@ -1,13 +1,11 @@
 """`python -m pinn`: the command a user types, run as a subprocess with one thread."""
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from cli_helpers import run_pinn
+
 FAST = [
     "trainer.steps=30",
     "trainer.lbfgs_steps=5",
@@ -48,20 +46,6 @@ sampler: sobol
 weights:
   dirichlet: 10.0
 """
-
-
-def run_pinn(*args, cwd=REPO, extra_path=None):
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HYDRA_FULL_ERROR": "0"}
-    if extra_path:
-        env["PYTHONPATH"] = os.pathsep.join([str(extra_path), env.get("PYTHONPATH", "")])
-    return subprocess.run(
-        [sys.executable, "-m", "pinn", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 def test_unknown_problem_lists_the_available_ones(tmp_path):

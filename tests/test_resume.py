@@ -9,13 +9,13 @@ import csv
 import io
 import json
 import math
-import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import cli_helpers
 import pytest
 import torch
 
@@ -34,7 +34,6 @@ from pinn import (
 )
 from problems.poisson import Poisson
 
-REPO = Path(__file__).resolve().parent.parent
 RUN = [
     "problem=poisson",
     "dtype=float64",
@@ -171,27 +170,16 @@ def test_fit_refuses_a_checkpoint_of_another_run(every_checkpoint):
 # ---- python -m pinn ... resume=<run dir> ------------------------------------------------------
 
 
-def environment():
-    return {**os.environ, "OMP_NUM_THREADS": "1", "HYDRA_FULL_ERROR": "0"}
-
-
 def run_pinn(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "pinn", *args],
-        cwd=REPO,
-        env=environment(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return cli_helpers.run_pinn(*args, timeout=120)
 
 
 def kill_when(run_dir: Path, phase: str) -> dict:
     """Start the run in `run_dir`, SIGKILL it once its checkpoint is past step 0 in `phase`."""
     process = subprocess.Popen(
         [sys.executable, "-m", "pinn", *RUN, f"hydra.run.dir={run_dir}"],
-        cwd=REPO,
-        env=environment(),
+        cwd=cli_helpers.REPO,
+        env=cli_helpers.cli_environment(),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -1,0 +1,30 @@
+"""Running `python -m pinn` as a user would, for the tests that need the real command line."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def cli_environment(extra_path: Path | None = None) -> dict[str, str]:
+    """This process's environment with one torch thread (2 cores, tests side by side)."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HYDRA_FULL_ERROR": "0"}
+    if extra_path:
+        env["PYTHONPATH"] = os.pathsep.join([str(extra_path), env.get("PYTHONPATH", "")])
+    return env
+
+
+def run_pinn(
+    *args: str, extra_path: Path | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess:
+    """`python -m pinn *args` from the repository root; output captured as text."""
+    return subprocess.run(
+        [sys.executable, "-m", "pinn", *args],
+        cwd=REPO,
+        env=cli_environment(extra_path),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
