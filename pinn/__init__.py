@@ -4,7 +4,16 @@ The public surface, flat: everything a problem module, a notebook or the CLI use
 """
 
 from pinn.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from pinn.conditions import Condition, Dirichlet, Initial, Neumann, Periodic, Robin
+from pinn.conditions import (
+    Condition,
+    Dirichlet,
+    Initial,
+    Neumann,
+    Observations,
+    Periodic,
+    Robin,
+)
+from pinn.constraints import HardConstraint
 from pinn.derivatives import check_pointwise, gradient, hessian, hessian_diag, laplacian
 from pinn.domain import BoundaryPoints, Box
 from pinn.embeddings import FourierFeatures
@@ -16,6 +25,9 @@ from pinn.loss import Batch, loss_terms, weighted_sum
 from pinn.models import MLP
 from pinn.plots import plot_loss, plot_solution
 from pinn.problem import Problem, load_problem
+from pinn.refinement import REFINEMENTS, Refinement, residual_magnitude
+from pinn.sampler import PointSampler
+from pinn.settings import TrainSettings
 from pinn.stochastic import stochastic_laplacian
 from pinn.taylor import (
     TaylorModeUnsupported,
@@ -25,14 +37,21 @@ from pinn.taylor import (
     taylor_laplacian,
     taylor_supported,
 )
-from pinn.trainer import FitResult, PointSampler, TrainSettings, fit
+from pinn.trainer import FitResult, fit
+from pinn.unknowns import Unknowns
 from pinn.validation import Validator, evaluation_points
+from pinn.weighting import WEIGHTINGS, LossWeights
 
 __all__ = [
     "ENGINES",
     "MLP",
     "Engine",
     "FourierFeatures",
+    "HardConstraint",
+    "LossWeights",
+    "REFINEMENTS",
+    "Refinement",
+    "WEIGHTINGS",
     "TaylorModeUnsupported",
     "Batch",
     "BoundaryPoints",
@@ -46,6 +65,7 @@ __all__ = [
     "Initial",
     "Neumann",
     "NotPointwiseError",
+    "Observations",
     "Periodic",
     "PinnError",
     "PointSampler",
@@ -53,6 +73,7 @@ __all__ = [
     "Robin",
     "TrainSettings",
     "TrainingDiverged",
+    "Unknowns",
     "Validator",
     "check_pointwise",
     "compose_config",
@@ -67,6 +88,7 @@ __all__ = [
     "loss_terms",
     "plot_loss",
     "plot_solution",
+    "residual_magnitude",
     "save_checkpoint",
     "stochastic_laplacian",
     "taylor_forward",

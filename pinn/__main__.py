@@ -28,11 +28,15 @@ def summary(metrics: dict, run_dir: str) -> str:
     def number(value):
         return "n/a (no exact solution)" if value is None else f"{value:.3e}"
 
+    learned = [
+        f"{name:<15}{value:.6g} (learned)" for name, value in metrics.get("unknowns", {}).items()
+    ]
     return "\n".join(
         [
             "",
             f"rel_l2         {number(metrics['rel_l2'])}",
             f"max_abs_error  {number(metrics['max_abs_error'])}",
+            *learned,
             f"final_loss     {metrics['final_loss']:.3e}",
             f"steps          {metrics['steps']}",
             f"wall_time_s    {metrics['wall_time_s']:.1f}",

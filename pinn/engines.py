@@ -51,6 +51,7 @@ class TaylorField(Field):
 
     def __init__(self, f, x, input_names=None, output_names=None, plan: Requests | None = None):
         self.plan = plan or Requests()
+        self._autograd: Field | None = None  # made on the first request the plan missed
         super().__init__(f, x, input_names, output_names)
 
     def _evaluate(self) -> torch.Tensor:
@@ -62,7 +63,9 @@ class TaylorField(Field):
             return super()._evaluate()  # values only: a plain forward pass
         directions = sorted(inputs)
         mode, weights = _second_order_mode(plan, directions)
-        jet = taylor_forward(self.f, self.x, directions, mode, weights=weights)
+        # Detached points: the pass gives every planned derivative, so nothing differentiates
+        # its outputs in x, and the backward pass of the loss stops at the parameters.
+        jet = taylor_forward(self.f, self.x.detach(), directions, mode, weights=weights)
         outputs = range(jet.value.shape[1])
         for k in outputs:
             for a, i in enumerate(directions):
@@ -87,6 +90,25 @@ class TaylorField(Field):
                 {(k, i, j): jet.second[:, k, a, b] for k in outputs for a, i, b, j in pairs}
             )
         return jet.value
+
+    # What the plan missed comes from an autograd field at the same points: the Taylor
+    # outputs are not differentiable in x, so they cannot be differentiated further.
+
+    def _first_derivative(self, k: int, i: int) -> torch.Tensor:
+        if (k, i) not in self._first:
+            self._first[(k, i)] = self._fallback()._first_derivative(k, i)
+        return self._first[(k, i)]
+
+    def _second_derivative(self, k: int, i: int, j: int, keep_row: bool = True) -> torch.Tensor:
+        key = (k, min(i, j), max(i, j))
+        if key not in self._second:
+            self._second[key] = self._fallback()._second_derivative(k, i, j, keep_row)
+        return self._second[key]
+
+    def _fallback(self) -> Field:
+        if self._autograd is None:
+            self._autograd = Field(self.f, self.x)
+        return self._autograd
 
 
 def _second_order_mode(plan: Requests, directions: list[int]) -> tuple[str, torch.Tensor | None]:

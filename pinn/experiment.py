@@ -19,12 +19,16 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from pinn.checkpoint import CHECKPOINT_NAME
+from pinn.constraints import constrain
 from pinn.errors import ConfigError
 from pinn.models import MLP
 from pinn.plots import plot_loss, plot_solution
 from pinn.problem import Problem, load_problem
+from pinn.refinement import Refinement
 from pinn.resume import checkpoint_file, load_resume
-from pinn.trainer import FitResult, PointSampler, TrainSettings, fit
+from pinn.sampler import PointSampler
+from pinn.settings import TrainSettings
+from pinn.trainer import FitResult, fit
 from pinn.validation import Validator, evaluation_points
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
@@ -45,7 +49,9 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
 
     Every config value is checked (and the objects built) before training starts, so bad input
     costs nothing. Writes: config.yaml, metrics.json, history.csv, solution.png, loss.png and
-    checkpoint.pt into `run_dir`.
+    checkpoint.pt into `run_dir`. A problem's unknowns start from `problem.unknowns.<name>`
+    where the config gives one, else from their declared guesses; metrics.json holds the
+    learned values under "unknowns".
 
     With `cfg.resume` set to an earlier run's directory, continues that run from its checkpoint
     (`pinn.resume`: the config must be the saved one) and writes the whole run, history from
@@ -60,6 +66,7 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
     seed = _seed(cfg.seed)
     problem = load_problem(cfg.problem.target, OmegaConf.to_container(cfg.problem.params))
     model = build_model(problem, cfg.model, seed).to(dtype=dtype, device=device)
+    unknowns = problem.attach_unknowns(dtype, device, _initial_guesses(cfg.problem))
     settings = TrainSettings(**OmegaConf.to_container(cfg.trainer))
     generator = torch.Generator().manual_seed(seed + 1)
     points = PointSampler(
@@ -70,6 +77,7 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
         generator,
         dtype,
         device,
+        refinement=Refinement(**OmegaConf.to_container(cfg.refinement)),
     )
     validator = (
         Validator(problem, evaluation_points(problem, dtype=dtype, device=device))
@@ -98,9 +106,25 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
     # Training time over every invocation of the run (what a resumed one did before, too).
     wall_time = time.perf_counter() - started + (resume["training"]["time_s"] if resume else 0)
 
-    metrics = summarise(result, validator, model, wall_time)
+    metrics = summarise(result, validator, model, wall_time, unknowns.values())
+    if unknowns.names:
+        learned = ", ".join(f"{name} = {value:.6g}" for name, value in unknowns.values().items())
+        log.info("learned unknowns: %s", learned)
     write_outputs(run_dir, problem, model, result, metrics)
     return metrics
+
+
+def _initial_guesses(problem_cfg: DictConfig) -> dict[str, Any] | None:
+    """`problem.unknowns` of the config ({name: initial guess}), or None where it has none."""
+    guesses = problem_cfg.get("unknowns")
+    if guesses is None:
+        return None
+    if not isinstance(guesses, DictConfig):
+        raise ConfigError(
+            f"problem.unknowns must map unknown names to initial guesses, e.g. "
+            f"{{kappa: 1.0}}, got {guesses!r}"
+        )
+    return OmegaConf.to_container(guesses)
 
 
 def _announce(resume: str, state: dict[str, Any], run_dir: Path) -> None:
@@ -119,10 +143,11 @@ def _announce(resume: str, state: dict[str, Any], run_dir: Path) -> None:
         )
 
 
-def build_model(problem: Problem, model_cfg: DictConfig, seed: int) -> MLP:
-    """The MLP the config asks for, sized for the problem, seeded."""
+def build_model(problem: Problem, model_cfg: DictConfig, seed: int) -> torch.nn.Module:
+    """The MLP the config asks for, sized for the problem, seeded; inside the problem's hard
+    constraint (`Problem.hard_constraint`) when it declares one."""
     domain = problem.domain
-    return MLP(
+    network = MLP(
         domain.dim,
         len(problem.outputs),
         model_cfg.width,
@@ -134,17 +159,29 @@ def build_model(problem: Problem, model_cfg: DictConfig, seed: int) -> MLP:
         fourier_scale=model_cfg.fourier_scale,
         generator=torch.Generator().manual_seed(seed),
     )
+    corners = torch.tensor([domain.lower, domain.upper], dtype=torch.float64)
+    return constrain(network, problem.hard_constraint, corners)
 
 
-def summarise(result: FitResult, validator: Validator | None, model, wall_time: float) -> dict:
-    """metrics.json's content: errors (None without an exact solution), time, steps, loss."""
+def summarise(
+    result: FitResult,
+    validator: Validator | None,
+    model,
+    wall_time: float,
+    unknowns: dict[str, float] | None = None,
+) -> dict:
+    """metrics.json's content: errors (None without an exact solution), time, steps, loss,
+    and the learned `unknowns` ({name: value}) of a problem that has any."""
     errors = validator.errors(model) if validator else {"rel_l2": None, "max_abs_error": None}
-    return {
+    metrics = {
         **errors,
         "wall_time_s": wall_time,
         "steps": result.steps,
         "final_loss": result.final_loss,
     }
+    if unknowns:
+        metrics["unknowns"] = dict(unknowns)
+    return metrics
 
 
 def write_outputs(run_dir: Path, problem: Problem, model, result: FitResult, metrics: dict):
@@ -152,7 +189,10 @@ def write_outputs(run_dir: Path, problem: Problem, model, result: FitResult, met
     (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     write_history(run_dir / "history.csv", result.history)
     plot_solution(problem, model, run_dir / "solution.png")
-    plot_loss(result.history, run_dir / "loss.png")
+    # The loss plot shows loss terms only: not the history's columns of unknown values.
+    unknown = set(metrics.get("unknowns", {}))
+    terms_only = [{k: v for k, v in row.items() if k not in unknown} for row in result.history]
+    plot_loss(terms_only, run_dir / "loss.png")
 
 
 def write_history(path: Path, history: list[dict]) -> None:

@@ -13,13 +13,17 @@ A user writes, in `problems/<name>.py`:
             return torch.sin(pi * x[:, 0]) * torch.sin(pi * x[:, 1]) / (2 * pi**2)
 
 and `conf/problem/<name>.yaml` naming the class in `target`. The conditions (Dirichlet, Neumann,
-Robin, Periodic, Initial) live in `pinn.conditions`.
+Robin, Periodic, Initial, Observations) live in `pinn.conditions`.
+
+An inverse problem declares unknown coefficients with initial guesses, `unknowns = {"kappa":
+1.0}`, reads them in its residual with `self.unknown("kappa")`, and feeds samples of u into
+the loss with an `Observations` condition (`pinn.unknowns`).
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import torch
 
@@ -27,6 +31,7 @@ from pinn.conditions import Condition
 from pinn.domain import Box
 from pinn.errors import ConfigError
 from pinn.field import Field
+from pinn.unknowns import Unknowns, initial_guesses, undeclared
 
 
 class Problem:
@@ -37,11 +42,16 @@ class Problem:
         outputs: names of the network's outputs (default one output, "u").
         conditions: boundary and initial conditions (`pinn.conditions`), each adding one
             named loss term.
+        unknowns: {name: initial guess} of coefficients to learn with the network (an
+            inverse problem); the residual reads each with `self.unknown(name)`.
+        attached_unknowns: their parameters once `attach_unknowns` made them, else None.
     """
 
     domain: Box
     outputs: tuple[str, ...] = ("u",)
     conditions: Sequence[Condition] = ()
+    unknowns: Mapping[str, float] = {}
+    attached_unknowns: Unknowns | None = None
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -54,6 +64,15 @@ class Problem:
         """
         raise NotImplementedError(f"{type(self).__name__} must define residual(self, x, u)")
 
+    def hard_constraint(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """(g, B) at the (N, d) points x, each (N,) or (N, m), or None (the default): none.
+
+        When given, the network's output N(x) becomes u = g(x) + B(x) N(x) (`pinn.constraints`):
+        with B = 0 on a boundary where u = g, that Dirichlet condition holds exactly and needs
+        no loss term. g and B must be pointwise functions of x built from torch operations.
+        """
+        return None
+
     def exact(self, x: torch.Tensor) -> torch.Tensor | None:
         """(N,) or (N, m) exact solution at the (N, d) points, or None when unknown."""
         return None
@@ -61,6 +80,51 @@ class Problem:
     @property
     def has_exact(self) -> bool:
         return type(self).exact is not Problem.exact
+
+    def attach_unknowns(
+        self,
+        dtype: torch.dtype = torch.float64,
+        device: str | torch.device = "cpu",
+        initial: Mapping[str, float] | None = None,
+    ) -> Unknowns:
+        """Create the declared unknowns as 0-d parameters at their initial guesses; returns them.
+
+        `initial` overrides some guesses (`problem.unknowns` in the config). `pinn.fit` calls
+        this with the model's dtype and device when no unknowns are attached yet; calling it
+        again starts them afresh.
+        """
+        owner = type(self).__name__
+        guesses = initial_guesses(self.unknowns, initial, owner)
+        self.attached_unknowns = Unknowns(guesses, dtype, device, owner)
+        return self.attached_unknowns
+
+    def unknowns_for(self, dtype: torch.dtype, device: torch.device) -> Unknowns:
+        """The attached unknowns (refused unless in `dtype` on `device`), else fresh ones there.
+
+        `pinn.fit` calls this with the model's dtype and device.
+        """
+        if self.attached_unknowns is None:
+            return self.attach_unknowns(dtype, device)
+        for parameter in self.attached_unknowns.parameters():
+            if (parameter.dtype, parameter.device) != (dtype, device):
+                raise ConfigError(
+                    f"{type(self).__name__}'s unknowns are {parameter.dtype} on "
+                    f"{parameter.device}, the model {dtype} on {device}: attach them with the "
+                    "model's, problem.attach_unknowns(dtype, device)"
+                )
+        return self.attached_unknowns
+
+    def unknown(self, name: str) -> torch.Tensor:
+        """The current value of the unknown coefficient `name`: a 0-d, trainable tensor."""
+        if self.attached_unknowns is None:
+            owner = type(self).__name__
+            if name not in self.unknowns:
+                raise undeclared(name, list(self.unknowns), owner)
+            raise ConfigError(
+                f"{owner}.unknown({name!r}) before its unknowns exist: pinn.fit creates them, or "
+                "call problem.attach_unknowns(dtype, device) before evaluating the residual"
+            )
+        return self.attached_unknowns[name]
 
 
 def load_problem(target: str, params: dict | None = None) -> Problem:

@@ -3,24 +3,30 @@
 points = PointSampler(problem.domain, 2000, 400, "sobol", torch.Generator().manual_seed(1))
 batch = points.draw()          # Batch: (2000, d) interior, 400 boundary points
 state = points.state_dict()    # plain tensors: enough to get `batch` back, and what follows
+
+With a `Refinement` (pinn.refinement), `points.refine(residual)` moves or adds interior points
+where |residual| is large (RAR, RAD), drawing its candidates from the same generator.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from pinn.checkpoint import CheckpointError
 from pinn.domain import Box
-from pinn.errors import require_int
+from pinn.errors import ConfigError, require_int
 from pinn.loss import Batch
+from pinn.refinement import Refinement, evaluate
 
 
 class PointSampler:
     """Draws the interior and boundary points of a training step from one seeded generator.
 
-    Shapes: `draw().interior` is (n_interior, d); `draw().boundary.points` is (n_boundary, d).
+    Shapes: `draw().interior` is (n_interior, d), plus RAR's added points; `draw().boundary.points`
+    is (n_boundary, d). `refinement` (default: none) says how `refine` follows the residual.
     """
 
     def __init__(
@@ -32,57 +38,133 @@ class PointSampler:
         generator: torch.Generator,
         dtype: torch.dtype = torch.float32,
         device: str | torch.device = "cpu",
+        refinement: Refinement | None = None,
     ):
         require_int("problem.n_interior", n_interior, minimum=1)
         require_int("problem.n_boundary", n_boundary, minimum=1)
         self.domain, self.method, self.generator = domain, method, generator
         self.n_interior, self.n_boundary = n_interior, n_boundary
         self.dtype, self.device = dtype, device
-        self._last: Batch | None = None
+        self.refinement = refinement or Refinement()
+        self._drawn: Batch | None = None  # the last draw
+        self._last: Batch | None = None  # the current batch: the last draw, maybe refined since
         self._state_before_last: torch.Tensor | None = None
+        self._state_after_refine: torch.Tensor | None = None  # None: not refined since the draw
+        self._added = torch.empty(0, domain.dim, dtype=dtype, device=device)  # RAR's, for good
 
     def draw(self) -> Batch:
+        """Fresh interior and boundary points; the interior also holds every point RAR added."""
         # Where this draw started: `state_dict` saves it so that a resumed run draws this very
         # batch again and leaves the generator exactly where this draw leaves it.
         self._state_before_last = self.generator.get_state()
+        self._state_after_refine = None
         options = dict(method=self.method, dtype=self.dtype, device=self.device)
         interior = self.domain.sample_interior(self.n_interior, self.generator, **options)
         boundary = self.domain.sample_boundary(self.n_boundary, self.generator, **options)
-        self._last = Batch(interior, boundary)
+        self._drawn = Batch(interior, boundary)
+        if len(self._added):
+            return self._keep(torch.cat([interior, self._added]))
+        self._last = self._drawn
         return self._last
 
-    def state_dict(self) -> dict[str, torch.Tensor]:
-        """The sampler's state after its last draw, as tensors only.
+    def refine(self, residual: Callable[[torch.Tensor], torch.Tensor]) -> Batch:
+        """Follow the residual at `refinement.candidates` fresh points; returns the new batch.
+
+        residual: maps (m, d) points to their (m,) residuals (the sign is ignored). It is
+            called with autograd on (it needs derivatives in x) on at most n_interior points at
+            a time, so refining takes no more memory than a training step; its result is
+            detached. `pinn.refinement.residual_magnitude` reduces a system's residual.
+
+        "rar": the `add` candidates of largest |residual| join the points kept for good: the
+        interior is the last draw's n_interior points and all added so far. "rad": the interior
+        is n_interior candidates drawn with p ∝ |r|^k / mean(|r|^k) + c, until the next draw.
+        The boundary points stay the last draw's. The candidates (drawn with the sampler's
+        method) and RAD's choice come from the sampler's generator.
+        """
+        if self._drawn is None:
+            raise RuntimeError("PointSampler.refine() before any draw(): draw a batch first")
+        if self.refinement.method == "none":
+            raise RuntimeError(
+                "PointSampler.refine() with refinement.method 'none': refine only when "
+                "points.refinement.due(step)"
+            )
+        options = dict(method=self.method, dtype=self.dtype, device=self.device)
+        candidates = self.domain.sample_interior(
+            self.refinement.candidates, self.generator, **options
+        )
+        magnitude = evaluate(residual, candidates, chunk=self.n_interior)
+        interior = candidates[self.refinement.select(magnitude, self.n_interior, self.generator)]
+        if self.refinement.method == "rar":
+            self._added = torch.cat([self._added, interior])
+            interior = torch.cat([self._drawn.interior, self._added])
+        self._state_after_refine = self.generator.get_state()
+        return self._keep(interior)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The sampler's state after its last draw and refinement, as tensors only.
 
         generator: the generator's state (uint8) just before the last draw;
         interior, boundary: the (N, d) points that draw gave, to check the redraw against.
+        With a refinement method, also refinement: its settings (a dict); added: the (A, d)
+        points RAR added (0 rows for RAD); and, after a refinement since the last draw,
+        refined: {"generator": the state after it, "interior": the current interior points}.
         """
-        if self._last is None:
+        if self._drawn is None:
             raise RuntimeError("PointSampler.state_dict() before any draw(): nothing to save")
-        return {
+        state = {
             "generator": self._state_before_last,
-            "interior": self._last.interior.detach().cpu(),
-            "boundary": self._last.boundary.points.detach().cpu(),
+            "interior": self._drawn.interior.detach().cpu(),
+            "boundary": self._drawn.boundary.points.detach().cpu(),
         }
+        if self.refinement.method != "none":
+            state["refinement"] = self.refinement.settings()
+            state["added"] = self._added.detach().cpu()
+        if self._state_after_refine is not None:
+            interior = self._last.interior.detach().cpu()
+            state["refined"] = {"generator": self._state_after_refine, "interior": interior}
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> Batch:
-        """Redraw the batch `state` was saved after; returns it, the generator just past it.
+        """Take up the batch `state` was saved at; returns it, the generator just past it.
+
+        The last draw is drawn again and checked against the saved points. Refined points are
+        restored as saved: they were chosen by the residual of the network at that time, which
+        the generator alone cannot reproduce.
 
         Raises:
+            ConfigError: the state was refined with other refinement settings than these.
             CheckpointError: the redrawn points are not the saved ones (another domain, sampler
                 or point count than the run that wrote the state).
         """
+        mine = None if self.refinement.method == "none" else self.refinement.settings()
+        if state.get("refinement") != mine:
+            raise ConfigError(
+                f"the checkpoint's points were refined with {state.get('refinement')}, this "
+                f"sampler refines with {mine}: resume with the saved run's refinement settings"
+            )
+        if mine is not None:
+            self._added = state["added"].to(dtype=self.dtype, device=self.device)
         self.generator.set_state(state["generator"])
         batch = self.draw()
-        same = _same(batch.interior, state["interior"]) and _same(
-            batch.boundary.points, state["boundary"]
+        same = _same(self._drawn.interior, state["interior"]) and _same(
+            self._drawn.boundary.points, state["boundary"]
         )
         if not same:
             raise CheckpointError(
                 "the checkpoint's training points cannot be drawn again with this sampler: "
                 "resume with the domain, sampler method, point counts and dtype of the saved run"
             )
+        refined = state.get("refined")
+        if refined is not None:
+            self.generator.set_state(refined["generator"])
+            self._state_after_refine = refined["generator"]
+            batch = self._keep(refined["interior"].to(dtype=self.dtype, device=self.device))
         return batch
+
+    def _keep(self, interior: torch.Tensor) -> Batch:
+        """Make the (N, d) `interior` and the last draw's boundary points the current batch."""
+        self._last = Batch(interior, self._drawn.boundary)
+        return self._last
 
 
 def _same(drawn: torch.Tensor, saved: torch.Tensor) -> bool:

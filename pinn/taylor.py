@@ -24,7 +24,8 @@ used, so a loss built from the outputs backpropagates to the parameters with ord
 first-order autograd.
 
 Supported: nn.Sequential (nested) of nn.Linear, nn.Identity, pinn.models.Rescale,
-pinn.embeddings.FourierFeatures and the activations of `pinn.taylor_activations`. Ask
+pinn.embeddings.FourierFeatures and the activations of `pinn.taylor_activations`, and a
+`pinn.constraints.HardConstraint` around such a network. Ask
 `taylor_supported(model)` first, and fall back to `pinn.derivatives` when it says no.
 
 This module is the public surface; the pass lives in `pinn.taylor_pass`, the choice of
@@ -40,6 +41,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
+from pinn.constraints import HardConstraint, transform_jet
 from pinn.errors import PinnError
 from pinn.taylor_orders import MODES, PairSpec, make_order, require_indices
 from pinn.taylor_pass import is_supported, leaves, propagate, supported_kinds
@@ -133,7 +135,10 @@ def taylor_forward(
     directions, k = _checked_directions(directions, x)
     order = make_order(second, k, weights, pairs, x)
     terms = propagate(layers, x, directions, order)
-    return Jet(terms.value, terms.first.movedim(0, -1), order.unpack(terms.second))
+    jet = Jet(terms.value, terms.first.movedim(0, -1), order.unpack(terms.second))
+    if isinstance(model, HardConstraint):  # u = g + B N: the product rule on N's jet
+        return Jet(*transform_jet(model, x, directions, order, jet))
+    return jet
 
 
 def taylor_hessian_diag(
@@ -187,7 +192,8 @@ def taylor_supported(model: object) -> tuple[bool, str]:
             f"{type(model).__name__} is not an nn.Module: forward Taylor mode reads the layers "
             "of an nn.Sequential; use the autograd engine (pinn.derivatives) for it"
         )
-    for name, layer in leaves(model, type(model).__name__):
+    network = _network(model)
+    for name, layer in leaves(network, type(network).__name__):
         if not is_supported(layer):
             kinds = supported_kinds()
             return False, (
@@ -206,7 +212,13 @@ def _supported_layers(model: nn.Module) -> list[nn.Module]:
     supported, reason = taylor_supported(model)
     if not supported:
         raise TaylorModeUnsupported(reason)
-    return [layer for _, layer in leaves(model, type(model).__name__)]
+    network = _network(model)
+    return [layer for _, layer in leaves(network, type(network).__name__)]
+
+
+def _network(model: nn.Module) -> nn.Module:
+    """The layers the pass runs through: a hard constraint's network, else the model."""
+    return model.network if isinstance(model, HardConstraint) else model
 
 
 def _checked_directions(directions: Directions, x: Tensor) -> tuple[Tensor, int]:

@@ -12,6 +12,10 @@ A checkpoint holds the whole state of the run (see `_Run.checkpoint_state`), so
     result  = fit(problem, model, settings, points, resume_from="run/checkpoint.pt")
 
 continues an interrupted run and ends bit for bit where the uninterrupted one would have.
+
+A problem's unknown coefficients (`Problem.unknowns`, an inverse problem) train with the
+network: both optimisers get them, the checkpoint holds them and every history row has a column
+with each one's current value.
 """
 
 from __future__ import annotations
@@ -30,58 +34,16 @@ from tqdm.auto import tqdm
 from pinn.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from pinn.derivatives import check_pointwise
 from pinn.engines import Engine
-from pinn.errors import ConfigError, TrainingDiverged, require_int
+from pinn.errors import ConfigError, TrainingDiverged
 from pinn.lbfgs import IterationLBFGS
-from pinn.loss import Batch, loss_terms, weighted_sum
+from pinn.loss import Batch, loss_terms
 from pinn.problem import Problem
+from pinn.refinement import residual_magnitude
 from pinn.sampler import PointSampler
-from pinn.schedules import adam_schedule, check_schedule
+from pinn.schedules import adam_schedule
+from pinn.settings import TrainSettings, shaping
 from pinn.validation import Validator
-
-
-@dataclass
-class TrainSettings:
-    """How to train. Every field has the same name under `trainer.` in the config.
-
-    Attributes:
-        steps: Adam steps (>= 0).
-        lr: Adam's initial learning rate (> 0).
-        lr_decay: the learning rate falls to lr * lr_decay by the last Adam step.
-        schedule: how it falls, "exponential", "cosine" or "constant" (`pinn.schedules`).
-        lbfgs_steps: L-BFGS iterations after Adam (>= 0), on the last points drawn.
-        lbfgs_tolerance: stop L-BFGS after the first iteration that lowers the loss by less
-            than this fraction of it (0 = run all `lbfgs_steps`); it also stops when its line
-            search finds no lower loss.
-        resample_every: Adam steps between redraws of the points; 0 draws them once.
-        log_every: Adam steps between rows of the history (L-BFGS: one row per iteration), and
-            steps between rel_l2 values, progress-bar updates and L-BFGS chunks.
-        checkpoint_every: steps between checkpoints; 0 writes one only at the end.
-        progress: show a tqdm progress bar.
-    """
-
-    steps: int = 1000
-    lr: float = 1e-3
-    lr_decay: float = 0.1
-    schedule: str = "exponential"
-    lbfgs_steps: int = 2000
-    lbfgs_tolerance: float = 0.0
-    resample_every: int = 0
-    log_every: int = 100
-    checkpoint_every: int = 500
-    progress: bool = True
-
-    def __post_init__(self) -> None:
-        for key in ("steps", "lbfgs_steps", "resample_every", "checkpoint_every"):
-            require_int(f"trainer.{key}", getattr(self, key), minimum=0)
-        require_int("trainer.log_every", self.log_every, minimum=1)
-        for key in ("lr", "lr_decay"):
-            value = getattr(self, key)
-            if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-                raise ConfigError(f"trainer.{key} must be a number > 0, got {value!r}")
-        check_schedule(self.schedule)
-        tolerance = self.lbfgs_tolerance
-        if not isinstance(tolerance, (int, float)) or not 0 <= tolerance < 1:
-            raise ConfigError(f"trainer.lbfgs_tolerance must be in [0, 1), got {tolerance!r}")
+from pinn.weighting import LossWeights
 
 
 @dataclass
@@ -95,10 +57,6 @@ class FitResult:
     steps: int = 0
     final_loss: float = math.nan
     resumed_from: int | None = None
-
-
-# What may differ between a run and its resumption: neither changes a single number.
-_FREE_SETTINGS = ("progress", "checkpoint_every")
 
 
 def fit(
@@ -124,9 +82,13 @@ def fit(
             (`pinn.engines`); the one that runs is logged once at the start.
         resume_from: a checkpoint (its path, or the dict `load_checkpoint` returns) of an
             earlier run with the same problem, model, settings, sampler and engine: training
-            continues from its state and ends exactly where the uninterrupted run ends. `model`
-            and `points` are overwritten with the saved state. A finished run's checkpoint
-            only restores the final model and returns its result.
+            continues from its state and ends exactly where the uninterrupted run ends. `model`,
+            `points` and the problem's unknowns are overwritten with the saved state. A
+            finished run's checkpoint only restores the final model and returns its result.
+
+    A problem that declares unknowns trains them too: those attached to it (by
+    `problem.attach_unknowns` or an earlier fit), or else fresh ones at their declared guesses
+    in the model's dtype and on its device. `problem.unknown(name)` then holds the learned value.
 
     Raises:
         TrainingDiverged: the loss became NaN or inf; the last good checkpoint is kept.
@@ -135,9 +97,12 @@ def fit(
     run = _Run(
         problem,
         model,
+        problem.unknowns_for(*_dtype_and_device(model, points)),
         settings,
         points,
-        dict(weights or {}),
+        LossWeights(
+            weights, settings.weighting, settings.weighting_every, settings.weighting_alpha
+        ),
         validator,
         checkpoint_path,
         dict(checkpoint_extra or {}),
@@ -152,13 +117,19 @@ def fit(
 class _Run:
     """The state of one call to `fit`, so the loop below reads top to bottom.
 
-    Besides the model, what a checkpoint must carry to continue: the phase ("adam", "lbfgs",
-    "done"), the live optimiser (and scheduler), the current batch (via the sampler), the
-    engine's plans, the history and the step count (`self.result`).
+    Besides the model and the unknowns, what a checkpoint must carry to continue: the phase
+    ("adam", "lbfgs", "done"), the live optimiser (and scheduler), the current batch (via the
+    sampler), the engine's plans, the loss weights, the history and the step count
+    (`self.result`).
     """
 
-    def __init__(self, problem, model, settings, points, weights, validator, path, extra, engine):
+    def __init__(
+        self, problem, model, unknowns, settings, points, weights, validator, path, extra, engine
+    ):
         self.problem, self.model, self.settings = problem, model, settings
+        self.unknowns = unknowns
+        # What both optimisers train: the network's parameters, then the unknowns.
+        self.parameters = [*model.parameters(), *unknowns.parameters()]
         self.points, self.weights, self.validator = points, weights, validator
         self.checkpoint_path, self.checkpoint_extra = path, extra
         self.engine = engine
@@ -168,6 +139,7 @@ class _Run:
         self.optimizer: torch.optim.Optimizer | None = None
         self.scheduler: torch.optim.lr_scheduler.LRScheduler | None = None
         self.resumed: dict[str, Any] = {}  # the saved training state, when resuming
+        self._weights_at_start: dict[str, Any] = weights.state_dict()  # of this Adam step
         self._last_saved: int | None = None
         self.started = time.perf_counter()
 
@@ -204,7 +176,7 @@ class _Run:
         steps, first = self.settings.steps, self.result.steps
         if first >= steps:
             return
-        self.optimizer = _adam(list(self.model.parameters()), self.settings.lr)
+        self.optimizer = _adam(self.parameters, self.settings.lr)
         self.scheduler = adam_schedule(
             self.optimizer, self.settings.schedule, steps, self.settings.lr_decay
         )
@@ -213,11 +185,14 @@ class _Run:
             self.scheduler.load_state_dict(self.resumed["scheduler"])
         every = self.settings.resample_every
         for step in range(first, steps):
-            # Fresh points every `every` steps; the first step uses those drawn (or restored).
-            if every and step > first and step % every == 0:
+            # Fresh points every `every` steps, then refined where the residual is large; the
+            # first step uses the points drawn (or restored with the checkpoint).
+            if step > first and every and step % every == 0:
                 self.batch = self.points.draw()
+            if step > first and self.points.refinement.due(step):
+                self.batch = self.points.refine(self._residual_magnitude)
             self.optimizer.zero_grad(set_to_none=True)
-            terms, loss = self._loss(self.batch, phase="adam")
+            terms, loss = self._loss(self.batch, phase="adam", step=step)
             # The state at the start of this step, now known to give a finite loss.
             self._maybe_checkpoint(loss)
             self._log(step, "adam", terms, loss, lr=self.optimizer.param_groups[0]["lr"])
@@ -238,7 +213,7 @@ class _Run:
         every = self.settings.log_every
         chunk = min(every, total)
         optimizer = IterationLBFGS(
-            self.model.parameters(),
+            self.parameters,
             lr=1.0,
             max_iter=chunk,
             max_eval=3 * chunk,
@@ -276,9 +251,17 @@ class _Run:
 
     # ---- per step ------------------------------------------------------------------------
 
-    def _loss(self, batch: Batch, phase: str) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    def _loss(
+        self, batch: Batch, phase: str, step: int | None = None
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        """The terms and the weighted loss; at an Adam `step` the adaptive weights may move."""
         terms = loss_terms(self.problem, self.model, batch, self.engine)
-        loss = weighted_sum(terms, self.weights)
+        if step is not None:
+            # A checkpoint of this step holds the weights it started with: resuming redoes
+            # the update.
+            self._weights_at_start = self.weights.state_dict()
+            self.weights.update(terms, self.model.parameters(), step)
+        loss = self.weights.total(terms)
         if not torch.isfinite(loss):
             bad = [name for name, value in terms.items() if not torch.isfinite(value)]
             where = (
@@ -292,6 +275,11 @@ class _Run:
                 f"{where}. Try a lower trainer.lr, float64 (dtype=float64), or other weights."
             )
         return terms, loss
+
+    def _residual_magnitude(self, x: torch.Tensor) -> torch.Tensor:
+        """(M,) |PDE residual| at the (M, d) points, for refinement (systems: root sum square)."""
+        field = self.engine.field(x, self.problem.inputs, self.problem.outputs, "interior")
+        return residual_magnitude(self.problem.residual(field.x, field))
 
     def _advance(self, steps: int = 1) -> None:
         self.result.steps += steps
@@ -308,6 +296,15 @@ class _Run:
             "lr": lr,
             **{name: value.item() for name, value in terms.items()},
         }
+        unknowns = self.unknowns.values()  # a column for each, beside the loss terms
+        if set(unknowns) & set(row):
+            raise ConfigError(
+                f"unknown(s) {sorted(set(unknowns) & set(row))} share their name with a loss "
+                "term; rename one or the other"
+            )
+        row.update(unknowns)
+        if self.weights.method != "fixed":
+            row.update(self.weights.row())
         if self.validator is not None and validate:
             row["rel_l2"] = self.validator.errors(self.model)["rel_l2"]
         row["time_s"] = time.perf_counter() - self.started
@@ -338,10 +335,13 @@ class _Run:
         phase ("adam", "lbfgs" or "done"); optimizer (Adam's moments and step counts, or
         L-BFGS's directions, step, last gradient and counters) and scheduler (the decaying
         rate, Adam only); sampler (generator state before the current batch was drawn, and that
-        batch); engine (its plans); settings (to check a resumption against); time_s.
+        batch, and refinement state); engine (its plans); weights (the loss weights this step
+        started with); settings (to check a resumption against); time_s.
+        unknowns: {name: 0-d tensor} of the problem's unknowns ({} without any).
         """
         return {
             "model": self.model.state_dict(),
+            "unknowns": self.unknowns.state(),
             "step": self.result.steps,
             "loss": loss.item(),
             "history": self.result.history,
@@ -351,7 +351,10 @@ class _Run:
                 "scheduler": self.scheduler.state_dict() if self.scheduler else None,
                 "sampler": self.points.state_dict(),
                 "engine": self.engine.state_dict(),
-                "settings": _shaping(self.settings),
+                "weights": (
+                    self._weights_at_start if self.phase == "adam" else self.weights.state_dict()
+                ),
+                "settings": shaping(self.settings),
                 "time_s": time.perf_counter() - self.started,
             },
             **self.checkpoint_extra,
@@ -365,16 +368,19 @@ class _Run:
                 "the checkpoint holds no training state (written before pinn could resume), "
                 "so the run cannot be continued from it"
             )
-        if training["settings"] != _shaping(self.settings):
+        if training["settings"] != shaping(self.settings):
             raise ConfigError(
                 f"the checkpoint was trained with other settings, {training['settings']}, than "
-                f"these, {_shaping(self.settings)}: a resumed run keeps its settings"
+                f"these, {shaping(self.settings)}: a resumed run keeps its settings"
             )
         try:
             self.model.load_state_dict(state["model"])
         except RuntimeError as error:
             raise CheckpointError(f"the checkpoint's model is not this model: {error}") from error
+        self.unknowns.load_state(state.get("unknowns", {}))
         self.engine.load_state_dict(training["engine"])
+        if "weights" in training:  # absent from checkpoints written before adaptive weights
+            self.weights.load_state_dict(training["weights"])
         self.batch = self.points.load_state_dict(training["sampler"])
         self.phase, self.resumed = training["phase"], dict(training)
         self.result = FitResult(list(state["history"]), state["step"], resumed_from=state["step"])
@@ -384,9 +390,12 @@ class _Run:
         self.started -= training["time_s"]  # history times go on from where they stopped
 
 
-def _shaping(settings: TrainSettings) -> dict[str, Any]:
-    """The settings that shape the result: all but progress and checkpoint_every."""
-    return {k: v for k, v in vars(settings).items() if k not in _FREE_SETTINGS}
+def _dtype_and_device(model: nn.Module, points: PointSampler) -> tuple[torch.dtype, torch.device]:
+    """Where the model's parameters live (the sampler's dtype and device for a model without)."""
+    reference = next(model.parameters(), None)
+    if reference is None:
+        return points.dtype, torch.device(points.device)
+    return reference.dtype, reference.device
 
 
 def _adam(parameters: list[torch.Tensor], lr: float) -> torch.optim.Adam:

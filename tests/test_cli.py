@@ -173,3 +173,13 @@ def test_nan_stops_the_cli_with_a_clear_message(tmp_path):
     assert "last good checkpoint was written at step 10" in result.stderr
     assert "Traceback" not in result.stderr
     assert (run_dir / "checkpoint.pt").exists()
+
+
+def test_summary_shows_learned_unknowns():
+    from pinn.__main__ import summary
+
+    metrics = {"rel_l2": 1e-3, "max_abs_error": 2e-4, "final_loss": 1e-6, "steps": 10}
+    plain = summary({**metrics, "wall_time_s": 1.0}, "out")
+    learned = summary({**metrics, "wall_time_s": 1.0, "unknowns": {"kappa": 0.50001}}, "out")
+    assert "kappa" not in plain
+    assert "kappa          0.50001 (learned)" in learned.splitlines()

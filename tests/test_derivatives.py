@@ -19,11 +19,6 @@ ENGINES = ("auto", "taylor", "autograd", "functorch")
 ACTIVATIONS = ("tanh", "sin", "softplus", "gelu", "silu", "sigmoid")
 N_POINTS = 24
 
-# torch.func.hessian's forward-mode pass scripts a decomposition once, which warns on torch 2.13.
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:`torch.jit.script` is deprecated:DeprecationWarning"
-)
-
 
 # ---- models -------------------------------------------------------------------------------
 

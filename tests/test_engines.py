@@ -170,3 +170,17 @@ def test_parameter_gradients_through_a_planned_residual_match(name, generator):
     )
     for g, e in zip(got, expected):
         torch.testing.assert_close(g, e, **TOL)
+
+
+def test_a_request_the_plan_missed_still_comes_out_right(generator):
+    """Plan: the Laplacian only. Asking u_x and u_xy afterwards falls back to autograd."""
+    model = MLP(2, 1, 8, 2, "tanh", generator=generator).double()
+    x = torch.rand(5, 2, generator=generator, dtype=torch.float64)
+    field = TaylorField(model, x, plan=Requests(laplacian=True))
+    single = lambda p: model(p[None])[0, 0]  # noqa: E731
+    full = torch.func.vmap(torch.func.hessian(single))(x)
+    slope = torch.func.vmap(torch.func.grad(single))(x)
+    torch.testing.assert_close(field.laplacian(), full.diagonal(dim1=1, dim2=2).sum(1))
+    torch.testing.assert_close(field.d(0), slope[:, 0], rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(field.d2(0, 1), full[:, 0, 1], rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(field.d2(1), full[:, 1, 1], rtol=1e-12, atol=1e-12)

@@ -51,7 +51,12 @@ def test_every_problem_config_composes_and_loads(name):
         ("seed=-1", "seed", ">= 0"),
         ("engine=jax", "engine", "auto, taylor, autograd, functorch"),
         ("problem.target=problems.nope.Nope", "problem.target", "problems/"),
-        ("+problem.weights.bc=1", "problem.weights", "'pde', 'dirichlet'"),
+        ("+problem.weights.bc=1", "problem.weights", "the terms are ['pde']"),
+        ("trainer.weighting=softadapt", "trainer.weighting", "fixed"),
+        ("trainer.weighting_alpha=0", "trainer.weighting_alpha", "(0, 1]"),
+        ("refinement.method=grid", "refinement.method", "rar"),
+        ("refinement.every=0", "refinement.every", ">= 1"),
+        ("problem.params.hard_boundary=maybe", "hard_boundary", "true or false"),
     ],
 )
 def test_nonsense_is_refused_before_training(tmp_path, override, key, allowed):
@@ -77,7 +82,7 @@ def test_run_directory_holds_every_output(tmp_path):
 
     with open(tmp_path / "history.csv") as file:
         rows = list(csv.DictReader(file))
-    assert {"step", "phase", "loss", "pde", "dirichlet", "rel_l2"} <= set(rows[0])
+    assert {"step", "phase", "loss", "pde", "rel_l2"} <= set(rows[0])
     assert [int(r["step"]) for r in rows] == sorted(int(r["step"]) for r in rows)
     assert {r["phase"] for r in rows} == {"adam", "lbfgs", "final"}
     assert float(rows[-1]["loss"]) == pytest.approx(metrics["final_loss"])
@@ -103,10 +108,36 @@ def test_overrides_reach_the_objects(tmp_path):
     cfg = compose_config([*TINY, "model.fourier_features=3", "model.fourier_scale=2.0"])
     train(cfg, tmp_path)
     state = load_checkpoint(tmp_path / "checkpoint.pt")
-    assert tuple(state["model"]["1.frequencies"].shape) == (2, 3)  # after the rescaling
-    assert tuple(state["model"]["2.weight"].shape) == (8, 2 * 3 + 2)
+    # Inside the hard constraint: the network's layers, the embedding after the rescaling.
+    assert tuple(state["model"]["network.1.frequencies"].shape) == (2, 3)
+    assert tuple(state["model"]["network.2.weight"].shape) == (8, 2 * 3 + 2)
 
 
 def test_conf_dir_is_the_repository_conf():
     assert (CONF_DIR / "config.yaml").is_file()
     assert Path(CONF_DIR).name == "conf"
+
+
+def test_adaptive_weights_and_refinement_reach_the_run(tmp_path):
+    """trainer.weighting=lra logs each weight; refinement=rar adds its points every `every`."""
+    cfg = compose_config(
+        [
+            *TINY,
+            "problem.params.hard_boundary=false",
+            "+problem.weights.dirichlet=1.0",
+            "trainer.weighting=lra",
+            "trainer.weighting_every=5",
+            "refinement.method=rar",
+            "refinement.every=8",
+            "refinement.candidates=300",
+            "refinement.add=7",
+        ]
+    )
+    train(cfg, tmp_path)
+    with open(tmp_path / "history.csv") as file:
+        rows = list(csv.DictReader(file))
+    weights = [float(row["weight_dirichlet"]) for row in rows]
+    assert weights[0] != 1.0 and len(set(weights)) > 2  # updated at step 0 and later
+    assert len({float(row["weight_pde"]) for row in rows}) == 1  # the reference stays put
+    sampler = load_checkpoint(tmp_path / "checkpoint.pt")["training"]["sampler"]
+    assert sampler["added"].shape == (2 * 7, 2)  # refined at steps 8 and 16 of 20

@@ -14,11 +14,6 @@ TOL = {"atol": 1e-10, "rtol": 1e-10}
 NAMES = ("x", "y", "z")
 N_POINTS = 20
 
-# torch.func.hessian's forward-mode pass scripts a decomposition once, which warns on torch 2.13.
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:`torch.jit.script` is deprecated:DeprecationWarning"
-)
-
 
 def random_mlp(d: int, m: int, generator: torch.Generator, activation: str = "tanh") -> nn.Module:
     model = MLP(d, m, width=8, depth=2, activation=activation, generator=generator).double()

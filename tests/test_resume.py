@@ -25,6 +25,7 @@ from pinn import (
     CheckpointError,
     ConfigError,
     PointSampler,
+    Refinement,
     TrainSettings,
     compose_config,
     fit,
@@ -56,9 +57,9 @@ WEIGHTS = {"dirichlet": 100.0}
 # ---- fit(..., resume_from=...) in process ------------------------------------------------------
 
 
-def tiny_parts():
+def tiny_parts(refinement=None):
     """A tiny float64 Poisson problem, its model and point sampler, seeded."""
-    problem = Poisson()
+    problem = Poisson(hard_boundary=False)  # a Dirichlet term: WEIGHTS
     model = MLP(
         2,
         1,
@@ -69,14 +70,20 @@ def tiny_parts():
         generator=torch.Generator().manual_seed(0),
     ).double()
     points = PointSampler(
-        problem.domain, 64, 32, "sobol", torch.Generator().manual_seed(1), dtype=torch.float64
+        problem.domain,
+        64,
+        32,
+        "sobol",
+        torch.Generator().manual_seed(1),
+        dtype=torch.float64,
+        refinement=refinement,
     )
     return problem, model, points
 
 
-def tiny_fit(settings, **options):
-    """Fit `tiny_parts()` with `settings`; returns (model, FitResult)."""
-    problem, model, points = tiny_parts()
+def tiny_fit(settings, refinement=None, **options):
+    """Fit `tiny_parts(refinement)` with `settings`; returns (model, FitResult)."""
+    problem, model, points = tiny_parts(refinement)
     return model, fit(problem, model, settings, points, weights=WEIGHTS, **options)
 
 
@@ -124,6 +131,43 @@ def test_resuming_from_any_checkpoint_ends_exactly_like_the_uninterrupted_run(ev
         assert same_rows(resumed.history) == same_rows(result.history), where
     # Adam between redraws, L-BFGS between chunks (a fresh LBFGS given load_state_dict), done.
     assert phases.count("adam") >= 5 and phases.count("lbfgs") >= 3 and phases[-1] == "done"
+
+
+ADAPTIVE = TrainSettings(
+    steps=30,
+    lbfgs_steps=10,
+    log_every=5,
+    resample_every=8,
+    checkpoint_every=3,
+    weighting="lra",
+    weighting_every=4,
+    progress=False,
+)
+
+
+@pytest.mark.parametrize("method", ["rar", "rad"])
+def test_adaptive_weights_and_refinement_resume_exactly(method, monkeypatch):
+    """LRA weights and refined points are part of the state: resuming anywhere changes nothing."""
+    refinement = Refinement(method, every=6, candidates=200, add=10)
+    written = []
+
+    def keep(path, state):  # as bytes at once: the live parameters move on
+        buffer = io.BytesIO()
+        torch.save(state, buffer)
+        written.append(buffer.getvalue())
+
+    monkeypatch.setattr(pinn.trainer, "save_checkpoint", keep)
+    model, result = tiny_fit(ADAPTIVE, refinement, checkpoint_path="unused.pt")
+    weights = [row["weight_dirichlet"] for row in result.history]
+    assert len(set(weights)) > 2 and weights[0] != 100.0  # they moved, and were logged
+    for data in written[1:-1:2]:
+        state = torch.load(io.BytesIO(data), weights_only=True)
+        resumed_model, resumed = tiny_fit(
+            ADAPTIVE, refinement, checkpoint_path="unused.pt", resume_from=state
+        )
+        where = f"resumed at step {state['step']} ({state['training']['phase']})"
+        assert torch.equal(flat(resumed_model), flat(model)), where
+        assert same_rows(resumed.history) == same_rows(result.history), where
 
 
 def test_training_draws_nothing_from_the_global_generator(every_checkpoint):

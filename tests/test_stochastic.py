@@ -14,9 +14,6 @@ from pinn.models import MLP
 from pinn.stochastic import METHODS, random_directions, stochastic_laplacian
 from pinn.taylor import taylor_laplacian
 
-# torch.func's hessian loads torch's forward-mode decompositions, which still script with jit.
-pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated")
-
 DTYPE = torch.float64
 DIM = 10
 REPLICATES = 4000

@@ -21,9 +21,6 @@ from pinn.taylor import (
     taylor_supported,
 )
 
-# torch.func's hessian loads torch's forward-mode decompositions, which still script with jit.
-pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated")
-
 DTYPE = torch.float64
 TOLERANCE = {"rtol": 1e-10, "atol": 1e-10}
 

@@ -21,8 +21,8 @@ from problems.poisson import Poisson
 
 
 def small_run(problem=None, seed=0, dtype=torch.float64, weights=None, **settings):
-    """A tiny Poisson fit: returns the model and the FitResult."""
-    problem = problem or Poisson()
+    """A tiny Poisson fit (with a soft Dirichlet term): returns the model and the FitResult."""
+    problem = problem or Poisson(hard_boundary=False)
     model = MLP(
         2,
         1,

@@ -1,0 +1,74 @@
+"""`TrainSettings`: how `pinn.fit` trains, every field checked when it is made."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from pinn.errors import ConfigError, require_int
+from pinn.schedules import check_schedule
+from pinn.weighting import LossWeights
+
+
+@dataclass
+class TrainSettings:
+    """How to train. Every field has the same name under `trainer.` in the config.
+
+    Attributes:
+        steps: Adam steps (>= 0).
+        lr: Adam's initial learning rate (> 0).
+        lr_decay: the learning rate falls to lr * lr_decay by the last Adam step.
+        schedule: how it falls, "exponential", "cosine" or "constant" (`pinn.schedules`).
+        lbfgs_steps: L-BFGS iterations after Adam (>= 0), on the last points drawn.
+        lbfgs_tolerance: stop L-BFGS after the first iteration that lowers the loss by less
+            than this fraction of it (0 = run all `lbfgs_steps`); it also stops when its line
+            search finds no lower loss.
+        resample_every: Adam steps between redraws of the points; 0 draws them once.
+        weighting: "fixed" (the weights given to `fit`) or "lra", learning-rate annealing
+            (`pinn.weighting`): during Adam, every `weighting_every` steps, the condition and
+            data terms' weights move towards balancing their gradients with the residual's,
+            by `new = (1 - weighting_alpha) old + weighting_alpha estimate`. L-BFGS keeps the
+            last weights.
+        log_every: Adam steps between rows of the history (L-BFGS: one row per iteration), and
+            steps between rel_l2 values, progress-bar updates and L-BFGS chunks.
+        checkpoint_every: steps between checkpoints; 0 writes one only at the end.
+        progress: show a tqdm progress bar.
+    """
+
+    steps: int = 1000
+    lr: float = 1e-3
+    lr_decay: float = 0.1
+    schedule: str = "exponential"
+    lbfgs_steps: int = 1000
+    lbfgs_tolerance: float = 0.0
+    resample_every: int = 0
+    weighting: str = "fixed"
+    weighting_every: int = 100
+    weighting_alpha: float = 0.1
+    log_every: int = 100
+    checkpoint_every: int = 500
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        for key in ("steps", "lbfgs_steps", "resample_every", "checkpoint_every"):
+            require_int(f"trainer.{key}", getattr(self, key), minimum=0)
+        require_int("trainer.log_every", self.log_every, minimum=1)
+        for key in ("lr", "lr_decay"):
+            value = getattr(self, key)
+            if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+                raise ConfigError(f"trainer.{key} must be a number > 0, got {value!r}")
+        check_schedule(self.schedule)
+        LossWeights({}, self.weighting, self.weighting_every, self.weighting_alpha)  # checks
+        tolerance = self.lbfgs_tolerance
+        if not isinstance(tolerance, (int, float)) or not 0 <= tolerance < 1:
+            raise ConfigError(f"trainer.lbfgs_tolerance must be in [0, 1), got {tolerance!r}")
+
+
+# What may differ between a run and its resumption: neither changes a single number.
+FREE_SETTINGS = ("progress", "checkpoint_every")
+
+
+def shaping(settings: TrainSettings) -> dict[str, Any]:
+    """The settings that shape the result: all but progress and checkpoint_every."""
+    return {k: v for k, v in vars(settings).items() if k not in FREE_SETTINGS}

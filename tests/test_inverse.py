@@ -1,0 +1,400 @@
+"""Inverse problems: unknown coefficients learned from observations of u.
+
+Declaration and accessor errors, the `Observations` condition, unknowns reaching both
+optimisers, the checkpoint and resume, history.csv and metrics.json, and the recovery of the
+known coefficient of problems/inverse_poisson.py (kappa_true = 0.5) to within 1%.
+"""
+
+import csv
+import io
+import json
+from math import pi
+
+import pytest
+import torch
+from torch import nn
+
+import pinn.trainer
+from pinn import (
+    MLP,
+    Batch,
+    Box,
+    CheckpointError,
+    ConfigError,
+    Engine,
+    Observations,
+    PointSampler,
+    Problem,
+    TrainSettings,
+    compose_config,
+    fit,
+    load_checkpoint,
+    loss_terms,
+    save_checkpoint,
+    train,
+)
+from pinn.field import Field
+from problems.inverse_poisson import InversePoisson
+
+KAPPA_TRUE = InversePoisson.kappa_true
+RECOVERY_TOLERANCE = 0.01  # the issue's: kappa within 1% of the true value
+SMALL = [
+    "problem=inverse_poisson",
+    "trainer.progress=false",
+    "problem.n_interior=64",
+    "problem.n_boundary=32",
+    "problem.params.n_observations=32",
+    "model.width=8",
+    "model.depth=2",
+]
+
+
+def relative_error(kappa: float) -> float:
+    return abs(kappa - KAPPA_TRUE) / KAPPA_TRUE
+
+
+# ---- declaring and reading unknowns ------------------------------------------------------
+
+
+class Declared(Problem):
+    """-kappa u'' + shift = pi² sin(pi x) on [0, 1], with two unknowns."""
+
+    domain = Box([0.0], [1.0])
+    unknowns = {"kappa": 1.0, "shift": 0.0}
+
+    def residual(self, x, u):
+        source = pi**2 * torch.sin(pi * x[:, 0])
+        return -self.unknown("kappa") * u.d2("x") + self.unknown("shift") - source
+
+
+def test_unknowns_are_0d_trainable_parameters_after_attaching():
+    problem = Declared()
+    with pytest.raises(ConfigError, match=r"before its unknowns exist.*attach_unknowns"):
+        problem.unknown("kappa")
+    unknowns = problem.attach_unknowns(torch.float32, "cpu", initial={"kappa": 2.0})
+    kappa = problem.unknown("kappa")
+    assert isinstance(kappa, nn.Parameter) and kappa.requires_grad
+    assert kappa.shape == () and kappa.dtype == torch.float32 and kappa.item() == 2.0
+    assert unknowns.values() == {"kappa": 2.0, "shift": 0.0}
+    assert problem.attached_unknowns is unknowns and unknowns.names == ("kappa", "shift")
+
+
+def test_any_identifier_names_an_unknown():
+    problem = Declared()
+    problem.unknowns = {"values": 2.0, "keys": 3.0}  # names torch's ParameterDict refuses
+    problem.attach_unknowns()
+    assert problem.unknown("keys").item() == 3.0
+    assert problem.attached_unknowns.values() == {"values": 2.0, "keys": 3.0}
+
+
+def test_asking_an_undeclared_unknown_names_the_declared_ones():
+    problem = Declared()
+    for attached in (False, True):
+        if attached:
+            problem.attach_unknowns()
+        with pytest.raises(ConfigError, match=r"no unknown named 'kapa'.*\['kappa', 'shift'\]"):
+            problem.unknown("kapa")
+    with pytest.raises(ConfigError, match="no unknown named 'kappa'.*unknowns = "):
+        Problem().unknown("kappa")
+
+
+@pytest.mark.parametrize(
+    ("declared", "complaint"),
+    [
+        ({"step": 1.0}, "Python identifier other than step"),
+        ({"2x": 1.0}, "Python identifier"),
+        ({"kappa": "big"}, "'kappa' must be a finite number, got 'big'"),
+        ({"kappa": float("nan")}, "finite number"),
+        ({"kappa": True}, "finite number"),
+        ([("kappa", 1.0)], "must map names to initial guesses"),
+    ],
+)
+def test_bad_declarations_are_refused(declared, complaint):
+    problem = Declared()
+    problem.unknowns = declared
+    with pytest.raises(ConfigError, match=complaint):
+        problem.attach_unknowns()
+
+
+def test_bad_initial_guesses_from_the_config_are_refused():
+    with pytest.raises(ConfigError, match=r"problem.unknowns names \['kapa'\].*\['kappa', 'shift'"):
+        Declared().attach_unknowns(initial={"kapa": 2.0})
+    with pytest.raises(ConfigError, match="problem.unknowns.kappa must be a finite number"):
+        Declared().attach_unknowns(initial={"kappa": "two"})
+
+
+# ---- observations ------------------------------------------------------------------------
+
+
+class Known(nn.Module):
+    """A pointwise 'network' computing a known function of the (N, d) points: (N, m)."""
+
+    def __init__(self, function):
+        super().__init__()
+        self.function = function
+
+    def forward(self, x):
+        return self.function(x)
+
+
+def test_observations_are_u_minus_values_at_their_points_in_the_models_dtype(generator):
+    points = torch.rand(7, 2, generator=generator)  # float32 data, a float64 model
+    model = Known(lambda x: torch.stack([x.sum(1), x.prod(1)], dim=1))
+    u = Field(model, torch.rand(3, 2, dtype=torch.float64), ("x", "y"), ("u", "v"))
+    values = torch.ones(7)
+    residual = Observations(points, values, out="v").residual(u, None)
+    assert residual.dtype == torch.float64
+    torch.testing.assert_close(residual, points.double().prod(1) - 1)
+    both = Observations(points, torch.zeros(7, 2)).residual(u, None)
+    torch.testing.assert_close(both, model(points.double()).reshape(-1))
+
+
+@pytest.mark.parametrize(
+    ("points", "values", "out", "complaint"),
+    [
+        (torch.rand(5), torch.rand(5), None, r"points must be an \(M, d\) tensor.*got \(5,\)"),
+        (torch.rand(0, 2), torch.rand(0), None, "M >= 1"),
+        (torch.rand(5, 2), torch.rand(4), None, r"\(5,\) or \(5, m\) tensor.*got \(4,\)"),
+        (torch.rand(5, 2), [1.0] * 5, None, "got list"),
+        (torch.rand(5, 2), torch.rand(5, 2), "u", r"picks one output, so values must be \(5,\)"),
+        (torch.rand(5, 2), torch.full((5,), float("nan")), None, "must all be finite"),
+    ],
+)
+def test_observations_of_the_wrong_shape_are_refused(points, values, out, complaint):
+    with pytest.raises(ConfigError, match=complaint):
+        Observations(points, values, out=out)
+
+
+def test_observations_must_match_the_domain_and_the_outputs(generator):
+    u = Field(Known(lambda x: x), torch.rand(3, 2, dtype=torch.float64), ("x", "y"), ("u", "v"))
+    cases = [
+        (Observations(torch.rand(4, 3), torch.rand(4, 2)), "points have 3 coordinates"),
+        (Observations(torch.rand(4, 2), torch.rand(4, 3)), "values have 3 columns"),
+        (Observations(torch.rand(4, 2), torch.rand(4)), r"2 outputs \(u, v\).*out="),
+    ]
+    for observations, complaint in cases:
+        with pytest.raises(ConfigError, match=complaint):
+            observations.residual(u, None)
+
+
+def test_observations_agree_on_the_taylor_and_autograd_engines(generator):
+    problem = InversePoisson(n_observations=16)
+    problem.attach_unknowns()
+    model = small_model(problem)
+    box = problem.domain
+    batch = Batch(
+        box.sample_interior(20, generator, dtype=torch.float64),
+        box.sample_boundary(12, generator, dtype=torch.float64),
+    )
+    reference = loss_terms(problem, model, batch, Engine("autograd", model, announce=False))
+    taylor = Engine("taylor", model, announce=False)
+    for _ in range(2):  # records, then runs the planned pass
+        terms = loss_terms(problem, model, batch, taylor)
+        torch.testing.assert_close(terms, reference, atol=1e-12, rtol=1e-12)
+    assert reference["data"] > 0 and set(reference) == {"pde", "dirichlet", "data"}
+
+
+# ---- training the unknowns ---------------------------------------------------------------
+
+
+def small_model(problem, seed=0):
+    box = problem.domain
+    return MLP(
+        box.dim,
+        1,
+        width=8,
+        depth=2,
+        lower=box.lower,
+        upper=box.upper,
+        generator=torch.Generator().manual_seed(seed),
+    ).double()
+
+
+def tiny_fit(settings, **options):
+    """fit a tiny InversePoisson; returns (problem, model, FitResult)."""
+    problem = InversePoisson(n_observations=32)
+    model = small_model(problem)
+    points = PointSampler(
+        problem.domain, 64, 32, "sobol", torch.Generator().manual_seed(1), dtype=torch.float64
+    )
+    weights = {"dirichlet": 100.0, "data": 100.0}
+    return problem, model, fit(problem, model, settings, points, weights=weights, **options)
+
+
+@pytest.mark.parametrize(("steps", "lbfgs_steps"), [(3, 0), (0, 3)])
+def test_both_optimisers_move_the_unknowns(steps, lbfgs_steps):
+    settings = TrainSettings(steps=steps, lbfgs_steps=lbfgs_steps, log_every=1, progress=False)
+    problem, _, result = tiny_fit(settings)
+    if steps:  # Adam logs the state before each step, so its first row has the guess
+        assert result.history[0]["kappa"] == 1.0
+    kappas = {1.0, *(row["kappa"] for row in result.history)}
+    assert len(kappas) == 4  # the declared guess and a new value after each of the 3 steps
+    assert problem.unknown("kappa").dtype == torch.float64
+    assert result.history[-1]["kappa"] == problem.unknown("kappa").item()
+
+
+def test_fit_refuses_unknowns_attached_in_another_dtype():
+    problem = InversePoisson(n_observations=8)
+    problem.attach_unknowns(torch.float32)
+    generator = torch.Generator().manual_seed(0)
+    points = PointSampler(problem.domain, 8, 8, "sobol", generator, dtype=torch.float64)
+    with pytest.raises(ConfigError, match="unknowns are torch.float32.*the model torch.float64"):
+        fit(problem, small_model(problem), TrainSettings(steps=1, lbfgs_steps=0), points)
+
+
+def test_an_unknown_named_like_a_loss_term_is_refused():
+    class Clash(InversePoisson):
+        unknowns = {"kappa": 1.0, "data": 0.0}
+
+    problem = Clash(n_observations=8)
+    generator = torch.Generator().manual_seed(0)
+    points = PointSampler(problem.domain, 8, 8, "sobol", generator, dtype=torch.float64)
+    settings = TrainSettings(steps=1, lbfgs_steps=0, progress=False)
+    with pytest.raises(ConfigError, match=r"\['data'\] share their name with a loss term"):
+        fit(problem, small_model(problem), settings, points)
+
+
+def keep_checkpoints(monkeypatch, write: bool) -> list[dict]:
+    """Every state the trainer checkpoints, copied as it is written (then maybe written)."""
+    written, save = [], pinn.trainer.save_checkpoint
+
+    def keep(path, state):
+        buffer = io.BytesIO()
+        torch.save(state, buffer)  # the live state changes on: copy it through the file format
+        written.append(torch.load(io.BytesIO(buffer.getvalue()), weights_only=True))
+        if write:
+            save(path, state)
+
+    monkeypatch.setattr(pinn.trainer, "save_checkpoint", keep)
+    return written
+
+
+def same_rows(rows):
+    """History rows without their times, as text (so NaN learning rates compare equal)."""
+    return repr([{k: v for k, v in row.items() if k != "time_s"} for row in rows])
+
+
+SETTINGS = TrainSettings(
+    steps=12, lbfgs_steps=10, log_every=3, checkpoint_every=4, resample_every=5, progress=False
+)
+
+
+def test_resuming_from_any_checkpoint_restores_the_unknowns_exactly(monkeypatch):
+    written = keep_checkpoints(monkeypatch, write=False)
+    problem, model, result = tiny_fit(SETTINGS, checkpoint_path="unused.pt")
+    final_kappa = problem.unknown("kappa").item()
+    assert written[-1]["unknowns"]["kappa"].item() == final_kappa != 1.0
+    kappas = [state["unknowns"]["kappa"].item() for state in written]
+    assert len(set(kappas)) == len(kappas)  # each checkpoint holds the kappa of its step
+    for state in written:
+        resumed_problem, resumed_model, resumed = tiny_fit(SETTINGS, resume_from=state)
+        where = f"resumed at step {state['step']} ({state['training']['phase']})"
+        assert resumed_problem.unknown("kappa").item() == final_kappa, where
+        assert same_rows(resumed.history) == same_rows(result.history), where
+        assert all(map(torch.equal, model.parameters(), resumed_model.parameters())), where
+    assert {state["training"]["phase"] for state in written} == {"adam", "lbfgs", "done"}
+
+
+def test_a_checkpoint_with_other_unknowns_is_refused(monkeypatch, tmp_path):
+    path = tmp_path / "checkpoint.pt"
+    tiny_fit(TrainSettings(steps=2, lbfgs_steps=0, progress=False), checkpoint_path=path)
+    state = load_checkpoint(path)
+    state["unknowns"] = {"kappa": torch.tensor(1.0), "gamma": torch.tensor(0.0)}
+    save_checkpoint(path, state)
+    with pytest.raises(CheckpointError, match=r"unknowns \['gamma', 'kappa'\] are not"):
+        tiny_fit(TrainSettings(steps=2, lbfgs_steps=0, progress=False), resume_from=path)
+
+
+# ---- train(cfg): config, history.csv, metrics.json, resume -------------------------------
+
+
+def history(run_dir):
+    with open(run_dir / "history.csv") as file:
+        return list(csv.DictReader(file))
+
+
+def test_the_run_directory_records_the_unknowns(tmp_path):
+    cfg = compose_config(
+        [
+            *SMALL,
+            "trainer.steps=10",
+            "trainer.lbfgs_steps=4",
+            "trainer.log_every=5",
+            "problem.unknowns.kappa=2.0",
+        ]
+    )
+    metrics = train(cfg, tmp_path)
+    rows = history(tmp_path)
+    assert "kappa" in rows[0] and float(rows[0]["kappa"]) == 2.0  # the config's guess
+    assert float(rows[-1]["kappa"]) == metrics["unknowns"]["kappa"] != 2.0
+    assert json.loads((tmp_path / "metrics.json").read_text())["unknowns"] == metrics["unknowns"]
+    assert (
+        load_checkpoint(tmp_path / "checkpoint.pt")["unknowns"]["kappa"].item()
+        == (metrics["unknowns"]["kappa"])
+    )
+
+
+@pytest.mark.parametrize(
+    ("override", "complaint"),
+    [
+        ("+problem.unknowns.gamma=1.0", r"problem.unknowns names \['gamma'\]"),
+        ("problem.unknowns.kappa=big", "problem.unknowns.kappa must be a finite number"),
+        ("problem.unknowns=3", "problem.unknowns must map unknown names to initial guesses"),
+    ],
+)
+def test_bad_unknowns_in_the_config_are_refused_before_training(tmp_path, override, complaint):
+    with pytest.raises(ConfigError, match=complaint):
+        train(compose_config([*SMALL, override]), tmp_path)
+    assert not (tmp_path / "history.csv").exists()
+
+
+def test_a_resumed_run_continues_with_its_unknowns(tmp_path, monkeypatch):
+    run = [
+        *SMALL,
+        "trainer.steps=10",
+        "trainer.lbfgs_steps=6",
+        "trainer.log_every=2",
+        "trainer.checkpoint_every=4",
+    ]
+    written = keep_checkpoints(monkeypatch, write=True)
+    reference = train(compose_config(run), tmp_path / "whole")
+    monkeypatch.undo()
+    middle = next(state for state in written if state["training"]["phase"] == "lbfgs")
+    killed = tmp_path / "killed"
+    save_checkpoint(killed / "checkpoint.pt", middle)  # as if the run had been killed there
+    with pytest.raises(ConfigError, match=r"problem.unknowns.kappa=2.0 \(saved: 1.0\)"):
+        train(compose_config([*run, "problem.unknowns.kappa=2.0", f"resume={killed}"]), tmp_path)
+    resumed = train(compose_config([*run, f"resume={killed}"]), tmp_path / "resumed")
+    assert resumed["unknowns"] == reference["unknowns"]
+    kappas = [[row["kappa"] for row in history(tmp_path / d)] for d in ("resumed", "whole")]
+    assert kappas[0] == kappas[1] and len(set(kappas[0])) > 10
+
+
+# ---- recovering the known coefficient ----------------------------------------------------
+
+
+def test_a_short_run_recovers_kappa_to_within_1_percent(tmp_path):
+    # Measured: relative error 2.4e-4 (seed 0), 7.1e-5 (1), 3.6e-4 (2), about 3 s each.
+    cfg = compose_config(
+        [
+            *SMALL,
+            "problem.n_interior=128",
+            "problem.n_boundary=64",
+            "problem.params.n_observations=64",
+            "model.width=16",
+            "trainer.steps=200",
+            "trainer.lbfgs_steps=300",
+            "trainer.log_every=100",
+        ]
+    )
+    metrics = train(cfg, tmp_path)
+    assert relative_error(metrics["unknowns"]["kappa"]) <= RECOVERY_TOLERANCE
+    assert metrics["rel_l2"] <= 1e-2
+
+
+@pytest.mark.slow
+def test_the_default_run_recovers_kappa_to_within_1_percent(tmp_path):
+    # `python -m pinn problem=inverse_poisson`: measured kappa 0.500007 (1.4e-5), 28 s.
+    metrics = train(compose_config(["problem=inverse_poisson", "trainer.progress=false"]), tmp_path)
+    assert relative_error(metrics["unknowns"]["kappa"]) <= RECOVERY_TOLERANCE
+    assert metrics["rel_l2"] <= 1e-3
