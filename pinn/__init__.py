@@ -4,15 +4,7 @@ The public surface, flat: everything a problem module, a notebook or the CLI use
 """
 
 from pinn.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from pinn.conditions import (
-    Condition,
-    Dirichlet,
-    Initial,
-    Neumann,
-    Observations,
-    Periodic,
-    Robin,
-)
+from pinn.conditions import Condition, Dirichlet, Initial, Neumann, Periodic, Robin
 from pinn.constraints import HardConstraint
 from pinn.derivatives import check_pointwise, gradient, hessian, hessian_diag, laplacian
 from pinn.domain import BoundaryPoints, Box
@@ -23,6 +15,7 @@ from pinn.experiment import compose_config, train
 from pinn.field import Field
 from pinn.loss import Batch, loss_terms, weighted_sum
 from pinn.models import MLP
+from pinn.observations import Observations
 from pinn.plots import plot_loss, plot_solution
 from pinn.problem import Problem, load_problem
 from pinn.refinement import REFINEMENTS, Refinement, residual_magnitude

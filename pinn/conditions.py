@@ -5,7 +5,7 @@
     Robin(on="x_max", a=1.0, b=2.0, value=0.0)        a u + b du/dn = value
     Periodic(on=("x_min", "x_max"))                   u(p) = u(p') at matching points
     Initial(value=u0, time="t"), Initial(rate=v0)     u = u0, du/dt = v0 on the face t_min
-    Observations(points, values)                      u = values at given (M, d) points
+    Observations(points, values)                      u = values at points: pinn.observations
 
 `on` is "boundary" (every face), a face name, a list of face names, or a predicate: a function
 of the (N, d) boundary points returning an (N,) bool mask, for part of a face. A value (and
@@ -241,99 +241,13 @@ class Periodic(Condition):
         corner = boundary.box.upper if second.endswith("_max") else boundary.box.lower
         mapped = boundary.points[mask].clone()
         mapped[:, axis] = corner[axis]  # exactly on the opposite face
-        field_at = field_at or _autograd_fields(u)
+        field_at = field_at or autograd_fields(u)
         opposite = field_at(mapped, f"periodic:{self.name}")
         residual = u(self.out)[mask] - opposite(self.out)
         if not self.derivative:
             return residual
         jump = u.d(axis, self.out)[mask] - opposite.d(axis, self.out)
         return torch.cat([residual, jump])
-
-
-class Observations(Condition):
-    """u = values at given points anywhere in the domain: measured data; term "data".
-
-    What an inverse problem learns its unknown coefficients from (`Problem.unknowns`). The
-    network is evaluated at the points through `field_at` (site "observations:<name>"); points
-    and values move to the network's dtype and device.
-
-    Args:
-        points: (M, d) tensor of where u was observed.
-        values: (M,) observed values of one output (the only one, or `out`), or (M, m) of all m
-            outputs.
-        out: which output (M,) values observe (needed only with several outputs).
-        name: the loss term's name.
-    """
-
-    def __init__(
-        self,
-        points: torch.Tensor,
-        values: torch.Tensor,
-        out: str | int | None = None,
-        name: str = "data",
-    ):
-        _check_observations(points, values, out, name)
-        self.points, self.values = points.detach(), values.detach()
-        self.out, self.name = out, name
-
-    def residual(
-        self, u: Field, boundary: BoundaryPoints, field_at: FieldAt | None = None
-    ) -> torch.Tensor:
-        """(M,) u - values at the observed points ((M m,) when values are (M, m))."""
-        self._check_against(u)
-        like = dict(dtype=u.values.dtype, device=u.values.device)
-        points, values = self.points.to(**like), self.values.to(**like)
-        observed = (field_at or _autograd_fields(u))(points, f"observations:{self.name}")
-        if values.ndim == 1:
-            return observed(self.out) - values
-        return (observed.values - values).reshape(-1)
-
-    def _check_against(self, u: Field) -> None:
-        """Refuse points of another dimension, or values for another number of outputs."""
-        if self.points.shape[1] != u.dim:
-            raise ConfigError(
-                f"observations {self.name!r}: the points have {self.points.shape[1]} "
-                f"coordinates, the domain {u.dim} ({', '.join(u.input_names)})"
-            )
-        outputs, names = len(u.output_names), ", ".join(u.output_names)
-        if self.values.ndim == 2 and self.values.shape[1] != outputs:
-            raise ConfigError(
-                f"observations {self.name!r}: values have {self.values.shape[1]} columns, the "
-                f"network {outputs} outputs ({names})"
-            )
-        if self.values.ndim == 1 and self.out is None and outputs > 1:
-            raise ConfigError(
-                f"observations {self.name!r}: the network has {outputs} outputs ({names}); "
-                f"name the one the (M,) values observe with out=, or give (M, {outputs}) values"
-            )
-
-
-def _check_observations(
-    points: torch.Tensor, values: torch.Tensor, out: str | int | None, name: str
-) -> None:
-    """Refuse observations that are not (M, d) points with (M,) or (M, m) finite values."""
-
-    def shape(data: object) -> object:
-        return tuple(data.shape) if isinstance(data, torch.Tensor) else type(data).__name__
-
-    if not (isinstance(points, torch.Tensor) and points.ndim == 2 and len(points) > 0):
-        raise ConfigError(
-            f"observations {name!r}: points must be an (M, d) tensor with M >= 1, "
-            f"got {shape(points)}"
-        )
-    count, d = points.shape
-    if not (isinstance(values, torch.Tensor) and values.ndim in (1, 2) and len(values) == count):
-        raise ConfigError(
-            f"observations {name!r}: values must be a ({count},) or ({count}, m) tensor for the "
-            f"({count}, {d}) points, got {shape(values)}"
-        )
-    if values.ndim == 2 and out is not None:
-        raise ConfigError(
-            f"observations {name!r}: out={out!r} picks one output, so values must be ({count},), "
-            f"got {shape(values)}"
-        )
-    if not (torch.isfinite(points).all() and torch.isfinite(values).all()):
-        raise ConfigError(f"observations {name!r}: points and values must all be finite")
 
 
 def normal_derivative(
@@ -390,6 +304,6 @@ def _is_names(on: object) -> bool:
     )
 
 
-def _autograd_fields(u: Field) -> FieldAt:
+def autograd_fields(u: Field) -> FieldAt:
     """Plain autograd fields of u's network, for a condition used outside `loss_terms`."""
     return lambda points, site: Field(u.f, points, u.input_names, u.output_names)
