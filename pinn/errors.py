@@ -1,5 +1,7 @@
 """The errors `pinn` raises for the user to read: each says what was wrong and how to fix it."""
 
+import math
+
 
 class PinnError(Exception):
     """Base class of every error raised by pinn on purpose."""
@@ -15,6 +17,12 @@ class NotPointwiseError(PinnError, ValueError):
 
 class TrainingDiverged(PinnError, RuntimeError):
     """The loss became NaN or infinite; the last good checkpoint is kept on disk."""
+
+
+def is_finite_number(value: object) -> bool:
+    """Whether `value` is a finite int or float (a bool is not a number here)."""
+    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return is_number and math.isfinite(value)
 
 
 def require_int(key: str, value: object, minimum: int) -> None:

@@ -21,13 +21,12 @@ residual-based adaptive sampling for physics-informed neural networks", CMAME 40
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import torch
 
-from pinn.errors import ConfigError, TrainingDiverged, require_int
+from pinn.errors import ConfigError, TrainingDiverged, is_finite_number, require_int
 
 REFINEMENTS = ("none", "rar", "rad")
 _MAX_CATEGORIES = 2**24  # torch.multinomial draws from at most this many candidates
@@ -154,6 +153,5 @@ def evaluate(
 
 
 def _require_non_negative(key: str, value: object) -> None:
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if not number or not math.isfinite(value) or value < 0:
+    if not is_finite_number(value) or value < 0:
         raise ConfigError(f"{key} must be a finite number >= 0, got {value!r}")

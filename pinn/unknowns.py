@@ -16,14 +16,13 @@ metrics.json and takes other initial guesses from the config (`problem.unknowns.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
 import torch
 from torch import nn
 
 from pinn.checkpoint import CheckpointError
-from pinn.errors import ConfigError
+from pinn.errors import ConfigError, is_finite_number
 
 # Columns every history row has already: an unknown may not take one of their names.
 RESERVED = ("step", "phase", "loss", "lr", "rel_l2", "time_s")
@@ -103,7 +102,7 @@ def check_declaration(initial: Mapping[str, float], owner: str) -> None:
                 f"{owner}: unknown name {name!r} must be a Python identifier other than "
                 f"{', '.join(RESERVED)} (it names a history column and a config key)"
             )
-        if not _is_finite_number(guess):
+        if not is_finite_number(guess):
             raise ConfigError(
                 f"{owner}: the initial guess of unknown {name!r} must be a finite number, "
                 f"got {guess!r}"
@@ -123,11 +122,6 @@ def initial_guesses(
             f"unknowns are {list(declared)} (declare them in the class: unknowns = {{...}})"
         )
     for name, guess in overrides.items():
-        if not _is_finite_number(guess):
+        if not is_finite_number(guess):
             raise ConfigError(f"problem.unknowns.{name} must be a finite number, got {guess!r}")
     return {**declared, **overrides}
-
-
-def _is_finite_number(value: object) -> bool:
-    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    return is_number and math.isfinite(value)

@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from pinn.errors import ConfigError, require_int
+from pinn.errors import ConfigError, is_finite_number, require_int
 from pinn.loss import weighted_sum
 
 WEIGHTINGS = ("fixed", "lra")
@@ -71,7 +71,7 @@ class LossWeights:
                 f"trainer.weighting={method!r} is unknown; choose one of {', '.join(WEIGHTINGS)}"
             )
         require_int("trainer.weighting_every", every, 1)
-        if not _is_number(alpha) or not 0 < alpha <= 1:
+        if not is_finite_number(alpha) or not 0 < alpha <= 1:
             raise ConfigError(
                 f"trainer.weighting_alpha must be a number in (0, 1], got {alpha!r}; "
                 "0.1 is the usual choice (new = 0.9 * old + 0.1 * estimate)"
@@ -182,12 +182,8 @@ def _abs_gradient(loss: torch.Tensor, parameters: list[torch.Tensor]) -> torch.T
 
 def _checked_weights(weights: Mapping[str, float]) -> dict[str, float]:
     for name, weight in weights.items():
-        if not _is_number(weight) or not math.isfinite(weight) or weight < 0:
+        if not is_finite_number(weight) or weight < 0:
             raise ConfigError(
                 f"problem.weights.{name} must be a finite number >= 0, got {weight!r}"
             )
     return {str(name): float(weight) for name, weight in weights.items()}
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
