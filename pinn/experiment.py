@@ -189,10 +189,7 @@ def write_outputs(run_dir: Path, problem: Problem, model, result: FitResult, met
     (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     write_history(run_dir / "history.csv", result.history)
     plot_solution(problem, model, run_dir / "solution.png")
-    # The loss plot shows loss terms only: not the history's columns of unknown values.
-    unknown = set(metrics.get("unknowns", {}))
-    terms_only = [{k: v for k, v in row.items() if k not in unknown} for row in result.history]
-    plot_loss(terms_only, run_dir / "loss.png")
+    plot_loss(result.history, run_dir / "loss.png", skip=metrics.get("unknowns", {}))
 
 
 def write_history(path: Path, history: list[dict]) -> None:

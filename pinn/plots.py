@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 import torch
@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 from pinn.field import Model
 from pinn.problem import Problem
 from pinn.validation import predict
+from pinn.weighting import WEIGHT_PREFIX
 
 _NON_TERMS = {"step", "phase", "lr", "rel_l2", "time_s"}
 
@@ -72,11 +73,27 @@ def plot_solution(
     figure.savefig(path, dpi=110)
 
 
-def plot_loss(history: Sequence[dict], path: str | Path) -> None:
-    """Write the loss and each loss term against the step, log scale, one line per term."""
+def loss_columns(row: dict, skip: Collection[str] = ()) -> list[str]:
+    """The columns of a history row that hold the loss or a loss term, in order.
+
+    Left out: the bookkeeping (step, phase, lr, rel_l2, time_s), the loss weights
+    (`weight_<term>`, `pinn.weighting`) and the names in `skip` (a problem's unknowns).
+    """
+    return [
+        key
+        for key in row
+        if key not in _NON_TERMS and not key.startswith(WEIGHT_PREFIX) and key not in skip
+    ]
+
+
+def plot_loss(history: Sequence[dict], path: str | Path, skip: Collection[str] = ()) -> None:
+    """Write the loss and each loss term against the step, log scale, one line per term.
+
+    `skip`: columns that are neither (a problem's unknowns); see `loss_columns`.
+    """
     figure = Figure(figsize=(6.4, 4.2))
     axis = figure.subplots()
-    names = [key for key in history[0] if key not in _NON_TERMS] if history else []
+    names = loss_columns(history[0], skip) if history else []
     steps = [row["step"] for row in history]
     for name in names:
         axis.semilogy(

@@ -30,6 +30,7 @@ from pinn.errors import ConfigError, is_finite_number, require_int
 from pinn.loss import weighted_sum
 
 WEIGHTINGS = ("fixed", "lra")
+WEIGHT_PREFIX = "weight_"  # a history column WEIGHT_PREFIX + term holds that term's weight
 
 
 def is_residual(name: str) -> bool:
@@ -140,7 +141,7 @@ class LossWeights:
 
     def row(self) -> dict[str, float]:
         """{"weight_<term>": weight} for every term configured or seen, for a history row."""
-        return {f"weight_{name}": weight for name, weight in self.current().items()}
+        return {f"{WEIGHT_PREFIX}{name}": weight for name, weight in self.current().items()}
 
     def state_dict(self) -> dict[str, Any]:
         """The adapted weights as plain strings and floats (loads with `weights_only=True`)."""

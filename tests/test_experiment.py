@@ -141,3 +141,12 @@ def test_adaptive_weights_and_refinement_reach_the_run(tmp_path):
     assert len({float(row["weight_pde"]) for row in rows}) == 1  # the reference stays put
     sampler = load_checkpoint(tmp_path / "checkpoint.pt")["training"]["sampler"]
     assert sampler["added"].shape == (2 * 7, 2)  # refined at steps 8 and 16 of 20
+
+
+def test_the_loss_plot_draws_loss_terms_only():
+    """Weights and unknowns share the history with the terms, but are not losses."""
+    from pinn.plots import loss_columns
+
+    row = {"step": 0, "phase": "adam", "loss": 2.0, "lr": 1e-3, "pde": 1.0, "data": 0.5}
+    row |= {"kappa": 0.7, "weight_pde": 1.0, "weight_data": 2.0, "rel_l2": 0.1, "time_s": 1.0}
+    assert loss_columns(row, skip={"kappa"}) == ["loss", "pde", "data"]
