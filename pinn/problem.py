@@ -13,11 +13,11 @@ A user writes, in `problems/<name>.py`:
             return torch.sin(pi * x[:, 0]) * torch.sin(pi * x[:, 1]) / (2 * pi**2)
 
 and `conf/problem/<name>.yaml` naming the class in `target`. The conditions (Dirichlet, Neumann,
-Robin, Periodic, Initial, Observations) live in `pinn.conditions`.
+Robin, Periodic, Initial) live in `pinn.conditions`.
 
 An inverse problem declares unknown coefficients with initial guesses, `unknowns = {"kappa":
-1.0}`, reads them in its residual with `self.unknown("kappa")`, and feeds samples of u into
-the loss with an `Observations` condition (`pinn.unknowns`).
+1.0}` (`pinn.unknowns`), reads them in its residual with `self.unknown("kappa")`, and feeds
+samples of u into the loss with an `Observations` condition (`pinn.observations`).
 """
 
 from __future__ import annotations

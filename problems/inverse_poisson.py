@@ -11,10 +11,10 @@ from pinn.errors import require_int
 class InversePoisson(Problem):
     """-kappa Δu = f on [0,1]², u = 0 on the boundary, kappa unknown (initial guess 1.0).
 
-    f = 2π² kappa_true sin(πx) sin(πy) with kappa_true = 0.5, so the exact solution is
-    u = sin(πx) sin(πy) whatever kappa is; only the observations of u (noise-free samples of
-    the exact solution at `n_observations` uniform random interior points, drawn with
-    `observation_seed`) tell which kappa makes the PDE hold: the one whose source is f.
+    f = 2π² kappa_true sin(πx) sin(πy) with kappa_true = 0.5, so with kappa = kappa_true the
+    solution is u = sin(πx) sin(πy) (any other kappa scales it by kappa_true / kappa); the
+    observations of u (noise-free samples of that solution at `n_observations` uniform random
+    interior points, drawn with `observation_seed`) tell which kappa it is.
 
     Args:
         n_observations: how many interior points u is observed at (>= 1).
