@@ -7,19 +7,34 @@ from pinn.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from pinn.conditions import Condition, Dirichlet, Initial, Neumann, Periodic, Robin
 from pinn.constraints import HardConstraint
 from pinn.derivatives import check_pointwise, gradient, hessian, hessian_diag, laplacian
-from pinn.domain import BoundaryPoints, Box
 from pinn.embeddings import FourierFeatures
 from pinn.engines import ENGINES, Engine
 from pinn.errors import ConfigError, NotPointwiseError, PinnError, TrainingDiverged
 from pinn.experiment import compose_config, train
 from pinn.field import Field
-from pinn.loss import Batch, loss_terms, weighted_sum
+from pinn.geometry import (
+    REFINEMENTS,
+    SAMPLING_METHODS,
+    Ball,
+    Batch,
+    BoundaryPoints,
+    Box,
+    Difference,
+    Disk,
+    Domain,
+    Intersection,
+    PointSampler,
+    Polygon,
+    Refinement,
+    SpaceTime,
+    Union,
+    residual_magnitude,
+)
+from pinn.loss import loss_terms, weighted_sum
 from pinn.models import MLP
 from pinn.observations import Observations
 from pinn.plots import plot_loss, plot_solution
 from pinn.problem import Problem, load_problem
-from pinn.refinement import REFINEMENTS, Refinement, residual_magnitude
-from pinn.sampler import PointSampler
 from pinn.settings import TrainSettings
 from pinn.stochastic import stochastic_laplacian
 from pinn.taylor import (
@@ -36,6 +51,15 @@ from pinn.validation import Validator, evaluation_points
 from pinn.weighting import WEIGHTINGS, LossWeights
 
 __all__ = [
+    "Union",
+    "SpaceTime",
+    "SAMPLING_METHODS",
+    "Polygon",
+    "Intersection",
+    "Domain",
+    "Disk",
+    "Difference",
+    "Ball",
     "ENGINES",
     "MLP",
     "Engine",

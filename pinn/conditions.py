@@ -7,12 +7,13 @@
     Initial(value=u0, time="t"), Initial(rate=v0)     u = u0, du/dt = v0 on the face t_min
     Observations(points, values)                      u = values at points: pinn.observations
 
-`on` is "boundary" (every face), a face name, a list of face names, or a predicate: a function
-of the (N, d) boundary points returning an (N,) bool mask, for part of a face. A value (and
+`on` is "boundary" (all of it), a part name (a box's face "x_min", a disk's "circle", a polygon's
+"edge2", or the name given to a shape), a list of them, or a predicate: a function of the (N, d)
+boundary points returning an (N,) bool mask, for part of a part. A value (and
 Robin's `a`, `b`) is a constant or a function of the (n, d) points returning (n,).
 
-A condition holds only where it says: "boundary" includes a time-dependent box's t_min and t_max
-faces, so name the spatial faces there (`on=["x_min", "x_max"]`).
+A condition holds only where it says: "boundary" includes a time-dependent domain's t_min and
+t_max faces, so name the spatial parts there (`on=["x_min", "x_max"]`).
 """
 
 from __future__ import annotations
@@ -21,13 +22,13 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from pinn.domain import BoundaryPoints
 from pinn.errors import ConfigError
 from pinn.field import Field
+from pinn.geometry import BoundaryPoints
 
 # A condition's value: a constant, or a function of the (n, d) points returning (n,).
 Value = float | Callable[[torch.Tensor], torch.Tensor]
-# Where a condition holds: "boundary", face name(s), or a predicate (N, d) -> (N,) bool.
+# Where a condition holds: "boundary", part name(s), or a predicate (N, d) -> (N,) bool.
 Where = str | Sequence[str] | Callable[[torch.Tensor], torch.Tensor]
 # Makes a field at (n, d) points for a named site; the loss passes the engine's, so every
 # evaluation of the network is planned (`pinn.engines`).
@@ -51,12 +52,12 @@ class Condition:
 
 
 class _OnFaces(Condition):
-    """A condition on the boundary points that `on` selects (faces or a predicate)."""
+    """A condition on the boundary points that `on` selects (parts or a predicate)."""
 
     def __init__(self, on: Where, out: str | int | None, name: str):
         if not (isinstance(on, str) or callable(on) or _is_names(on)):
             raise ConfigError(
-                f"condition {name!r}: on={on!r} must be 'boundary', a face name, a list of face "
+                f"condition {name!r}: on={on!r} must be 'boundary', a part name, a list of part "
                 "names, or a function of the (N, d) points returning an (N,) bool mask"
             )
         self.on, self.out, self.name = on, out, name
@@ -66,7 +67,7 @@ class _OnFaces(Condition):
 
 
 class Dirichlet(_OnFaces):
-    """u = value where `on` selects (default: every face); term "dirichlet".
+    """u = value where `on` selects (default: all of it); term "dirichlet".
 
     Args:
         on: where it holds (see the module docstring).
@@ -198,9 +199,12 @@ class Initial(Condition):
 class Periodic(Condition):
     """u at each point p of the face on[0] equals u at the matching point p' of face on[1].
 
-    p' is p with the fixed coordinate moved to the opposite face, so the pairs match exactly
-    whatever points the sampler drew; the network is evaluated at p' through `field_at` (site
-    "periodic:<name>"). With `derivative=True` the derivative across the faces matches too.
+    The faces are the planes x = lower and x = upper of the domain's bounding box for one
+    coordinate x: a Box's, or those of a SpaceTime of a box, or of any shape whose faces they are
+    (a channel with a hole inside). p' is p with x moved to the opposite plane, so the pairs
+    match exactly whatever points the sampler drew; the network is evaluated at p' through
+    `field_at` (site "periodic:<name>"). With `derivative=True` the derivative across the faces
+    matches too.
 
     Args:
         on: two opposite faces, e.g. ("x_min", "x_max").
@@ -233,14 +237,18 @@ class Periodic(Condition):
     ) -> torch.Tensor:
         """(n,) u(p) - u(p'), followed by (n,) du/dx(p) - du/dx(p') with `derivative`."""
         first, second = self.faces
-        if boundary.box is None:
-            raise ConfigError(f"condition {self.name!r} needs boundary points that know their box")
+        domain = boundary.domain
+        if domain is None:
+            raise ConfigError(
+                f"condition {self.name!r} needs boundary points that know their domain"
+            )
         mask = select(first, boundary, self.name)
-        boundary.on(second)  # refuses an unknown name, listing the faces
-        axis = boundary.box.names.index(self.coordinate)
-        corner = boundary.box.upper if second.endswith("_max") else boundary.box.lower
+        boundary.on(second)  # refuses an unknown name, listing the parts
+        axis = domain.names.index(self.coordinate)
+        corner = domain.upper if second.endswith("_max") else domain.lower
         mapped = boundary.points[mask].clone()
         mapped[:, axis] = corner[axis]  # exactly on the opposite face
+        self._check_opposite(domain, mapped)
         field_at = field_at or autograd_fields(u)
         opposite = field_at(mapped, f"periodic:{self.name}")
         residual = u(self.out)[mask] - opposite(self.out)
@@ -248,6 +256,18 @@ class Periodic(Condition):
             return residual
         jump = u.d(axis, self.out)[mask] - opposite.d(axis, self.out)
         return torch.cat([residual, jump])
+
+    def _check_opposite(self, domain, mapped: torch.Tensor) -> None:
+        """Refuse faces that are not opposite planes: the moved points must lie on the boundary."""
+        size = max(hi - lo for lo, hi in zip(domain.lower, domain.upper))
+        off = domain.level(mapped.detach()).abs() > 1e-9 * size
+        if off.any():
+            raise ConfigError(
+                f"condition {self.name!r}: {self.faces[0]} and {self.faces[1]} are not opposite "
+                f"planes of the domain's bounding box: {int(off.sum())} points of "
+                f"{self.faces[0]} moved across land off the boundary (e.g. "
+                f"{mapped[off][0].tolist()}); Periodic pairs the faces of a box"
+            )
 
 
 def normal_derivative(
@@ -270,7 +290,7 @@ def select(on: Where, boundary: BoundaryPoints, name: str) -> torch.Tensor:
                 f"({n}, d) boundary points, got {got}"
             )
     elif on == "boundary":
-        mask = torch.ones_like(boundary.face, dtype=torch.bool)
+        mask = torch.ones_like(boundary.part, dtype=torch.bool)
     else:
         mask = boundary.on(on)
     if not mask.any():

@@ -8,29 +8,30 @@ The CLI calls it; so can tests and notebooks:
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
 import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
 from pinn.checkpoint import CHECKPOINT_NAME
 from pinn.constraints import constrain
 from pinn.errors import ConfigError
-from pinn.models import MLP
+from pinn.geometry import PointSampler, Refinement
+from pinn.history import HISTORY_NAME, HistoryCSV
+from pinn.models import MLP, input_box
 from pinn.plots import plot_loss, plot_solution
 from pinn.problem import Problem, load_problem
-from pinn.refinement import Refinement
 from pinn.resume import checkpoint_file, load_resume
-from pinn.sampler import PointSampler
 from pinn.settings import TrainSettings
 from pinn.trainer import FitResult, fit
-from pinn.validation import Validator, evaluation_points
+from pinn.validation import Validator, can_validate, evaluation_points, predict
 
+PREDICTION_NAME = "prediction.npz"
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 log = logging.getLogger("pinn")
@@ -48,10 +49,11 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
     """Train, validate and write the run directory; returns the metrics.
 
     Every config value is checked (and the objects built) before training starts, so bad input
-    costs nothing. Writes: config.yaml, metrics.json, history.csv, solution.png, loss.png and
-    checkpoint.pt into `run_dir`. A problem's unknowns start from `problem.unknowns.<name>`
-    where the config gives one, else from their declared guesses; metrics.json holds the
-    learned values under "unknowns".
+    costs nothing. Writes into `run_dir`: config.yaml; history.csv (as the run goes) and
+    checkpoint.pt (every `trainer.checkpoint_every` steps); at the end metrics.json,
+    prediction.npz, solution.png and loss.png. A problem's unknowns start from
+    `problem.unknowns.<name>` where the config gives one, else from their declared guesses;
+    metrics.json holds the learned values under "unknowns".
 
     With `cfg.resume` set to an earlier run's directory, continues that run from its checkpoint
     (`pinn.resume`: the config must be the saved one) and writes the whole run, history from
@@ -79,11 +81,7 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
         device,
         refinement=Refinement(**OmegaConf.to_container(cfg.refinement)),
     )
-    validator = (
-        Validator(problem, evaluation_points(problem, dtype=dtype, device=device))
-        if problem.has_exact
-        else None
-    )
+    validator = Validator(problem, dtype=dtype, device=device) if can_validate(problem) else None
     resolved = OmegaConf.to_container(cfg, resolve=True)
 
     if resume is not None:
@@ -102,6 +100,7 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
         checkpoint_extra={"config": resolved},
         engine=cfg.engine,
         resume_from=resume,
+        history_path=run_dir / HISTORY_NAME,
     )
     # Training time over every invocation of the run (what a resumed one did before, too).
     wall_time = time.perf_counter() - started + (resume["training"]["time_s"] if resume else 0)
@@ -110,7 +109,7 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
     if unknowns.names:
         learned = ", ".join(f"{name} = {value:.6g}" for name, value in unknowns.values().items())
         log.info("learned unknowns: %s", learned)
-    write_outputs(run_dir, problem, model, result, metrics)
+    write_outputs(run_dir, problem, model, result, metrics, validator)
     return metrics
 
 
@@ -147,14 +146,14 @@ def build_model(problem: Problem, model_cfg: DictConfig, seed: int) -> torch.nn.
     """The MLP the config asks for, sized for the problem, seeded; inside the problem's hard
     constraint (`Problem.hard_constraint`) when it declares one."""
     domain = problem.domain
+    box = input_box(model_cfg.input_scaling, model_cfg.activation, domain.lower, domain.upper)
     network = MLP(
         domain.dim,
         len(problem.outputs),
         model_cfg.width,
         model_cfg.depth,
         model_cfg.activation,
-        lower=domain.lower,
-        upper=domain.upper,
+        **box,
         fourier_features=model_cfg.fourier_features,
         fourier_scale=model_cfg.fourier_scale,
         generator=torch.Generator().manual_seed(seed),
@@ -184,21 +183,36 @@ def summarise(
     return metrics
 
 
-def write_outputs(run_dir: Path, problem: Problem, model, result: FitResult, metrics: dict):
-    """metrics.json, history.csv, solution.png and loss.png in `run_dir`."""
+def write_outputs(
+    run_dir: Path,
+    problem: Problem,
+    model,
+    result: FitResult,
+    metrics: dict,
+    validator: Validator | None = None,
+) -> None:
+    """metrics.json, history.csv, prediction.npz, solution.png and loss.png in `run_dir`."""
     (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-    write_history(run_dir / "history.csv", result.history)
-    plot_solution(problem, model, run_dir / "solution.png")
+    HistoryCSV(run_dir / HISTORY_NAME).update(result.history)
+    write_prediction(run_dir / PREDICTION_NAME, problem, model, validator)
+    plot_solution(problem, model, run_dir / "solution.png", validator)
     plot_loss(result.history, run_dir / "loss.png", skip=metrics.get("unknowns", {}))
 
 
-def write_history(path: Path, history: list[dict]) -> None:
-    """One row per logged step; columns are the union of the rows' keys, in first-seen order."""
-    columns = list(dict.fromkeys(key for row in history for key in row))
-    with open(path, "w", newline="") as file:
-        writer = csv.DictWriter(file, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(history)
+def write_prediction(
+    path: Path, problem: Problem, model, validator: Validator | None = None
+) -> None:
+    """prediction.npz: `points` (M, d) and `predicted` (M, m) on the evaluation set, and
+    `reference` (M, m), the exact or reference solution there, when there is one."""
+    if validator is not None:
+        points, arrays = validator.points, {"reference": validator.reference}
+    else:
+        dtype = next(model.parameters()).dtype
+        device = next(model.parameters()).device
+        points, arrays = evaluation_points(problem, dtype=dtype, device=device), {}
+    arrays = {"points": points, "predicted": predict(model, points), **arrays}
+    numpy_arrays = {name: value.detach().cpu().double().numpy() for name, value in arrays.items()}
+    np.savez(path, **numpy_arrays)
 
 
 def _dtype(name: str) -> torch.dtype:

@@ -3,23 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import torch
 
-from pinn.domain import BoundaryPoints
 from pinn.engines import Engine
 from pinn.errors import ConfigError
 from pinn.field import Field, Model
+from pinn.geometry import Batch
 from pinn.problem import Problem
-
-
-@dataclass(frozen=True)
-class Batch:
-    """The points one training step sees: (N_i, d) interior and the boundary points."""
-
-    interior: torch.Tensor
-    boundary: BoundaryPoints
 
 
 def loss_terms(

@@ -118,6 +118,31 @@ class MLP(nn.Sequential):
                 nn.init.zeros_(layer.bias)
 
 
+INPUT_SCALINGS = ("auto", "box", "none")
+# Activations that see the scale of their input as a frequency: sin(w x) with x doubled is
+# sin(2 w x). Rescaling their inputs changes which frequencies the network starts with.
+_PERIODIC = ("sin",)
+
+
+def input_box(
+    scaling: str, activation: str, lower: Sequence[float], upper: Sequence[float]
+) -> dict[str, Sequence[float] | None]:
+    """`MLP`'s `lower` and `upper` arguments for `model.input_scaling`.
+
+    "box": rescale the domain's bounding box [lower, upper] affinely to [-1, 1]^d, where tanh-like
+    activations are most expressive at the initial weights. "none": the coordinates as they are.
+    "auto": "box", except for sin, whose initial frequencies the rescaling would change (a
+    domain of width 1 stretched to width 2 doubles them); there the coordinates stay as they are.
+    """
+    if scaling not in INPUT_SCALINGS:
+        raise ConfigError(
+            f"model.input_scaling={scaling!r} is unknown; choose one of {', '.join(INPUT_SCALINGS)}"
+        )
+    if scaling == "none" or (scaling == "auto" and activation in _PERIODIC):
+        return {"lower": None, "upper": None}
+    return {"lower": lower, "upper": upper}
+
+
 def _require_positive(key: str, value: int) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise ConfigError(f"{key} must be a whole number >= 1, got {value!r}")

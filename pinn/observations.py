@@ -5,9 +5,9 @@ from __future__ import annotations
 import torch
 
 from pinn.conditions import Condition, FieldAt, autograd_fields
-from pinn.domain import BoundaryPoints
 from pinn.errors import ConfigError
 from pinn.field import Field
+from pinn.geometry import BoundaryPoints
 
 
 class Observations(Condition):

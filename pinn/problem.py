@@ -28,9 +28,9 @@ from collections.abc import Mapping, Sequence
 import torch
 
 from pinn.conditions import Condition
-from pinn.domain import Box
 from pinn.errors import ConfigError
 from pinn.field import Field
+from pinn.geometry import Domain
 from pinn.unknowns import Unknowns, initial_guesses, undeclared
 
 
@@ -38,7 +38,8 @@ class Problem:
     """Base class of a PDE problem. Subclasses set the class attributes and `residual`.
 
     Attributes:
-        domain: the `Box` the PDE holds on; its coordinate names name the inputs.
+        domain: the `Domain` the PDE holds on (a Box, Disk, Polygon, their combinations, a
+            SpaceTime); its coordinate names name the inputs.
         outputs: names of the network's outputs (default one output, "u").
         conditions: boundary and initial conditions (`pinn.conditions`), each adding one
             named loss term.
@@ -47,7 +48,7 @@ class Problem:
         attached_unknowns: their parameters once `attach_unknowns` made them, else None.
     """
 
-    domain: Box
+    domain: Domain
     outputs: tuple[str, ...] = ("u",)
     conditions: Sequence[Condition] = ()
     unknowns: Mapping[str, float] = {}
@@ -77,9 +78,28 @@ class Problem:
         """(N,) or (N, m) exact solution at the (N, d) points, or None when unknown."""
         return None
 
+    def reference(self) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """Reference data, for a problem without an exact solution (or beside one): points
+        (M, d) and the solution's values there, (M,) or (M, m), as tensors or numpy arrays
+        (read from a file, or computed by a reference solver). Validation, the error plot and
+        prediction.npz use them instead of `exact`."""
+        return None
+
     @property
     def has_exact(self) -> bool:
         return type(self).exact is not Problem.exact
+
+    @property
+    def has_reference(self) -> bool:
+        return type(self).reference is not Problem.reference
+
+    def reference_data(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """`reference()` checked, as float64 tensors (M, d) and (M, m); computed once."""
+        cached = self.__dict__.get("_reference_data")
+        if cached is None:
+            cached = check_reference(self.reference(), self.domain.dim, self.outputs, self)
+            self.__dict__["_reference_data"] = cached
+        return cached
 
     def attach_unknowns(
         self,
@@ -125,6 +145,30 @@ class Problem:
                 "call problem.attach_unknowns(dtype, device) before evaluating the residual"
             )
         return self.attached_unknowns[name]
+
+
+def check_reference(
+    data: object, dim: int, outputs: Sequence[str], problem: Problem
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Reference data as float64 tensors (M, d), (M, m); refused unless shaped so and finite."""
+    name = f"{type(problem).__name__}.reference()"
+    if not (isinstance(data, (tuple, list)) and len(data) == 2):
+        raise ConfigError(f"{name} must return (points, values), got {type(data).__name__}")
+    points, values = (torch.as_tensor(part, dtype=torch.float64) for part in data)
+    values = values.unsqueeze(1) if values.ndim == 1 else values
+    m = len(outputs)
+    if points.ndim != 2 or points.shape[1] != dim or len(points) == 0:
+        raise ConfigError(
+            f"{name}: points must be (M, {dim}) with M >= 1, got {tuple(points.shape)}"
+        )
+    if values.shape != (len(points), m):
+        raise ConfigError(
+            f"{name}: values must be ({len(points)},) or ({len(points)}, {m}) for the "
+            f"{m} output(s) {list(outputs)}, got {tuple(values.shape)}"
+        )
+    if not (torch.isfinite(points).all() and torch.isfinite(values).all()):
+        raise ConfigError(f"{name}: points and values must all be finite")
+    return points, values
 
 
 def load_problem(target: str, params: dict | None = None) -> Problem:

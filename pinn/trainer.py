@@ -35,11 +35,11 @@ from pinn.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from pinn.derivatives import check_pointwise
 from pinn.engines import Engine
 from pinn.errors import ConfigError, TrainingDiverged
+from pinn.geometry import Batch, PointSampler, residual_magnitude
+from pinn.history import HistoryCSV
 from pinn.lbfgs import IterationLBFGS
-from pinn.loss import Batch, loss_terms
+from pinn.loss import loss_terms
 from pinn.problem import Problem
-from pinn.refinement import residual_magnitude
-from pinn.sampler import PointSampler
 from pinn.schedules import adam_schedule
 from pinn.settings import TrainSettings, shaping
 from pinn.validation import Validator
@@ -70,6 +70,7 @@ def fit(
     checkpoint_extra: Mapping[str, Any] | None = None,
     engine: str = "auto",
     resume_from: Mapping[str, Any] | str | Path | None = None,
+    history_path: str | Path | None = None,
 ) -> FitResult:
     """Train `model` on `problem` in place: Adam for `settings.steps`, then L-BFGS.
 
@@ -85,6 +86,8 @@ def fit(
             continues from its state and ends exactly where the uninterrupted run ends. `model`,
             `points` and the problem's unknowns are overwritten with the saved state. A
             finished run's checkpoint only restores the final model and returns its result.
+        history_path: where to write history.csv as the run goes (a row at each log step,
+            the rows before a resumed state included); None writes nothing.
 
     A problem that declares unknowns trains them too: those attached to it (by
     `problem.attach_unknowns` or an earlier fit), or else fresh ones at their declared guesses
@@ -107,6 +110,7 @@ def fit(
         checkpoint_path,
         dict(checkpoint_extra or {}),
         Engine(engine, model),
+        HistoryCSV(history_path) if history_path is not None else None,
     )
     if resume_from is not None:
         is_path = isinstance(resume_from, (str, Path))
@@ -124,7 +128,18 @@ class _Run:
     """
 
     def __init__(
-        self, problem, model, unknowns, settings, points, weights, validator, path, extra, engine
+        self,
+        problem,
+        model,
+        unknowns,
+        settings,
+        points,
+        weights,
+        validator,
+        path,
+        extra,
+        engine,
+        history_file,
     ):
         self.problem, self.model, self.settings = problem, model, settings
         self.unknowns = unknowns
@@ -132,7 +147,7 @@ class _Run:
         self.parameters = [*model.parameters(), *unknowns.parameters()]
         self.points, self.weights, self.validator = points, weights, validator
         self.checkpoint_path, self.checkpoint_extra = path, extra
-        self.engine = engine
+        self.engine, self.history_file = engine, history_file
         self.result = FitResult()
         self.phase = "adam"
         self.batch: Batch | None = None
@@ -309,6 +324,8 @@ class _Run:
             row["rel_l2"] = self.validator.errors(self.model)["rel_l2"]
         row["time_s"] = time.perf_counter() - self.started
         self.result.history.append(row)
+        if self.history_file is not None:
+            self.history_file.update(self.result.history)
         shown = {"loss": f"{row['loss']:.3e}"}
         if "rel_l2" in row:
             shown["rel_l2"] = f"{row['rel_l2']:.2e}"

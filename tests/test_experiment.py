@@ -42,7 +42,7 @@ def test_every_problem_config_composes_and_loads(name):
         ("trainer.resample_every=-2", "trainer.resample_every", ">= 0"),
         ("problem.n_interior=0", "problem.n_interior", ">= 1"),
         ("problem.n_boundary=0", "problem.n_boundary", ">= 1"),
-        ("problem.sampler=grid", "sampling method", "uniform, sobol, lhs"),
+        ("problem.sampler=grid", "problem.sampler", "uniform, sobol, lhs"),
         ("model.width=0", "model.width", ">= 1"),
         ("model.depth=0", "model.depth", ">= 1"),
         ("model.fourier_features=-2", "model.fourier_features", ">= 0"),

@@ -4,22 +4,32 @@ points = PointSampler(problem.domain, 2000, 400, "sobol", torch.Generator().manu
 batch = points.draw()          # Batch: (2000, d) interior, 400 boundary points
 state = points.state_dict()    # plain tensors: enough to get `batch` back, and what follows
 
-With a `Refinement` (pinn.refinement), `points.refine(residual)` moves or adds interior points
-where |residual| is large (RAR, RAD), drawing its candidates from the same generator.
+With a `Refinement` (pinn.geometry.refinement), `points.refine(residual)` moves or adds
+interior points where |residual| is large (RAR, RAD), drawing its candidates from the same
+generator.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from pinn.checkpoint import CheckpointError
-from pinn.domain import Box
 from pinn.errors import ConfigError, require_int
-from pinn.loss import Batch
-from pinn.refinement import Refinement, evaluate
+from pinn.geometry.domain import BoundaryPoints, Domain
+from pinn.geometry.refinement import Refinement, evaluate
+from pinn.geometry.sampling import check_method
+
+
+@dataclass(frozen=True)
+class Batch:
+    """The points one training step sees: (N_i, d) interior and the boundary points."""
+
+    interior: torch.Tensor
+    boundary: BoundaryPoints
 
 
 class PointSampler:
@@ -31,7 +41,7 @@ class PointSampler:
 
     def __init__(
         self,
-        domain: Box,
+        domain: Domain,
         n_interior: int,
         n_boundary: int,
         method: str,
@@ -42,6 +52,7 @@ class PointSampler:
     ):
         require_int("problem.n_interior", n_interior, minimum=1)
         require_int("problem.n_boundary", n_boundary, minimum=1)
+        check_method(method, "problem.sampler")
         self.domain, self.method, self.generator = domain, method, generator
         self.n_interior, self.n_boundary = n_interior, n_boundary
         self.dtype, self.device = dtype, device

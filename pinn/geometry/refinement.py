@@ -11,7 +11,7 @@ residual-based adaptive sampling for physics-informed neural networks", CMAME 40
   p(x) ∝ |r(x)|^k / mean(|r|^k) + c, the paper's recommended k = 1, c = 1 by default.
 
 `Refinement` holds the settings (the `refinement:` config group) and chooses among candidates;
-`PointSampler.refine` (pinn.sampler) draws the candidates and keeps the chosen points:
+`PointSampler.refine` (pinn.geometry.sampler) draws the candidates and keeps the chosen points:
 
     points = PointSampler(domain, 2000, 400, "sobol", generator, refinement=Refinement("rad"))
     if points.refinement.due(step):

@@ -1,0 +1,34 @@
+"""history.csv, written as a run goes: one row per logged step, so a long run can be watched."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Sequence
+from pathlib import Path
+
+HISTORY_NAME = "history.csv"
+
+
+class HistoryCSV:
+    """Keeps `path` equal to the history rows seen so far.
+
+    `update(history)` appends the rows not yet written; when a row brings a column the file
+    does not have yet, the file is written anew with the union of the columns (in first-seen
+    order; a row without a column leaves its cell empty).
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.columns: list[str] = []
+        self.written = 0
+
+    def update(self, history: Sequence[dict]) -> None:
+        columns = list(dict.fromkeys(key for row in history for key in row))
+        if columns != self.columns or len(history) < self.written:
+            self.columns, self.written = columns, 0
+            with open(self.path, "w", newline="") as file:
+                csv.DictWriter(file, fieldnames=columns).writeheader()
+        if len(history) > self.written:
+            with open(self.path, "a", newline="") as file:
+                csv.DictWriter(file, fieldnames=self.columns).writerows(history[self.written :])
+            self.written = len(history)
