@@ -1,4 +1,9 @@
-"""An inverse problem: learn the diffusivity kappa of -kappa Δu = f from samples of u."""
+"""An inverse problem: learn the diffusivity kappa of -kappa Δu = f from samples of u.
+
+-kappa Δu = 2π² kappa_true sin(πx) sin(πy)   on [0, 1]², kappa_true = 0.5, kappa unknown
+u = 0 on the boundary; u observed (noise-free) at 200 random interior points
+exact:  u = sin(πx) sin(πy) (at kappa = kappa_true)
+"""
 
 from math import pi
 

@@ -4,11 +4,13 @@ import csv
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
-from pinn import ConfigError, compose_config, load_checkpoint, train
+from pinn import MLP, ConfigError, Problem, compose_config, load_checkpoint, train
 from pinn.experiment import CONF_DIR
+from problems.poisson import Poisson
 
 TINY = [
     "trainer.steps=20",
@@ -90,6 +92,16 @@ def test_run_directory_holds_every_output(tmp_path):
     for picture in ("solution.png", "loss.png"):
         assert (tmp_path / picture).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
+    # prediction.npz: the evaluation set, the prediction and the exact solution there.
+    with np.load(tmp_path / "prediction.npz") as saved:
+        assert set(saved.files) == {"points", "predicted", "reference"}
+        points, predicted, reference = saved["points"], saved["predicted"], saved["reference"]
+    assert points.shape == (10_000, 2) and predicted.shape == reference.shape == (10_000, 1)
+    exact = np.sin(np.pi * points[:, 0]) * np.sin(np.pi * points[:, 1]) / (2 * np.pi**2)
+    assert np.allclose(reference[:, 0], exact, rtol=0, atol=1e-7)  # computed in float32
+    error = np.linalg.norm(predicted - reference) / np.linalg.norm(reference)
+    assert error == pytest.approx(metrics["rel_l2"], rel=1e-5)  # float32 run, float64 file
+
     state = load_checkpoint(tmp_path / "checkpoint.pt")
     assert state["step"] == 25
     assert state["config"]["model"]["width"] == 8
@@ -150,3 +162,21 @@ def test_the_loss_plot_draws_loss_terms_only():
     row = {"step": 0, "phase": "adam", "loss": 2.0, "lr": 1e-3, "pde": 1.0, "data": 0.5}
     row |= {"kappa": 0.7, "weight_pde": 1.0, "weight_data": 2.0, "rel_l2": 0.1, "time_s": 1.0}
     assert loss_columns(row, skip={"kappa"}) == ["loss", "pde", "data"]
+
+
+def test_a_problem_without_a_solution_still_leaves_its_prediction(tmp_path):
+    from pinn.experiment import write_prediction
+    from pinn.validation import evaluation_points
+
+    class Unsolved(Poisson):
+        exact = Problem.exact  # no exact solution
+
+    problem = Unsolved()
+    model = MLP(2, 1, width=4, depth=1, generator=torch.Generator().manual_seed(0)).double()
+    write_prediction(tmp_path / "prediction.npz", problem, model)
+    with np.load(tmp_path / "prediction.npz") as saved:
+        assert set(saved.files) == {"points", "predicted"}
+        points = torch.from_numpy(saved["points"])
+        assert torch.equal(points, evaluation_points(problem, dtype=torch.float64))
+        with torch.no_grad():
+            assert np.array_equal(saved["predicted"], model(points).numpy())

@@ -1,5 +1,6 @@
 """The training loop: reproducible, resamples when asked, stops cleanly on a NaN loss."""
 
+import csv
 import math
 
 import pytest
@@ -126,14 +127,21 @@ def test_nan_loss_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path):
     points = PointSampler(
         problem.domain, 32, 16, "uniform", torch.Generator().manual_seed(1), dtype=torch.float64
     )
-    settings = TrainSettings(steps=50, lbfgs_steps=0, checkpoint_every=5, progress=False)
+    settings = TrainSettings(
+        steps=50, lbfgs_steps=0, checkpoint_every=5, log_every=5, progress=False
+    )
     path = tmp_path / "checkpoint.pt"
     with pytest.raises(TrainingDiverged, match=r"loss became nan at step 23.*written at step 20"):
-        fit(problem, model, settings, points, checkpoint_path=path)
+        fit(problem, model, settings, points, checkpoint_path=path, history_path=tmp_path / "h.csv")
     state = load_checkpoint(path)
     assert state["step"] == 20
     assert math.isfinite(state["loss"])
     assert all(torch.isfinite(t).all() for t in state["model"].values())
+    # history.csv was written as the run went: the rows logged before it stopped are there.
+    with open(tmp_path / "h.csv") as file:
+        rows = list(csv.DictReader(file))
+    assert [int(row["step"]) for row in rows] == [0, 5, 10, 15, 20]
+    assert all(math.isfinite(float(row["loss"])) for row in rows)
 
 
 def test_boundary_conditions_on_named_faces():
