@@ -48,6 +48,14 @@ def plot_solution(
     validator: where the true values come from when the problem has reference data only
     (made from the problem when None).
     """
+    figure = solution_figure(problem, model, validator, n_per_dim)
+    figure.savefig(path, dpi=110)
+
+
+def solution_figure(
+    problem: Problem, model: Model, validator: Validator | None = None, n_per_dim: int = 101
+) -> Figure:
+    """The figure `plot_solution` writes."""
     if validator is None and problem.has_reference and not problem.has_exact:
         validator = Validator(problem)
     truth = _Truth(problem, validator)
@@ -61,7 +69,7 @@ def plot_solution(
     else:
         figure = _maps(problem, model, truth, n_per_dim, like)
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    return figure
 
 
 def time_axis(domain: Domain) -> int | None:
