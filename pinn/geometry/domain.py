@@ -86,6 +86,9 @@ class Piece:
             it). Constructive geometry cuts pieces by adding to the trim.
         whole: whether `draw` gives only points of the piece (True for a shape's own pieces);
             a piece cut by constructive geometry is drawn by rejection on its trim.
+        keep: ((n, d) points on the carrier, (n, d) outward normals there) -> (n,) bool: which
+            points belong to the piece (None: those where trim > 0). Constructive geometry sets
+            it to settle the points where the piece lies on the other operand's boundary.
     """
 
     name: str
@@ -94,9 +97,13 @@ class Piece:
     carrier: Callable[[Tensor], Tensor]
     trim: Callable[[Tensor], Tensor] | None = None
     whole: bool = True
+    keep: Callable[[Tensor, Tensor], Tensor] | None = None
 
-    def kept(self, points: Tensor) -> Tensor:
-        """(n,) bool: which of the (n, d) points on the carrier belong to the piece."""
+    def kept(self, points: Tensor, normals: Tensor) -> Tensor:
+        """(n,) bool: which of the (n, d) points on the carrier, with their (n, d) outward
+        normals, belong to the piece."""
+        if self.keep is not None:
+            return self.keep(points, normals)
         if self.trim is None:
             return torch.ones(len(points), dtype=torch.bool, device=points.device)
         return self.trim(points) > 0
@@ -204,8 +211,9 @@ class Domain:
                 measures.append(piece.measure)
                 continue
             generator = torch.Generator().manual_seed(_ESTIMATE_SEED)
-            points, _ = piece.draw(_PIECE_ESTIMATE_POINTS, generator, "sobol")
-            measures.append(piece.measure * piece.kept(points).double().mean().item())
+            points, normals = piece.draw(_PIECE_ESTIMATE_POINTS, generator, "sobol")
+            kept = piece.kept(points, normals)
+            measures.append(piece.measure * kept.double().mean().item())
         return measures
 
     def grid(
@@ -280,13 +288,14 @@ class Domain:
         if piece.whole:
             return piece.draw(n, generator, method)
         rate = measure / piece.measure
-        kept_points, kept_normals, count = [], [], 0
+        empty = torch.empty(0, self.dim, dtype=torch.float64)  # what n = 0 gives
+        kept_points, kept_normals, count = [empty], [empty], 0
         for _ in range(_MAX_REJECTION_ROUNDS):
             if count >= n:
                 break
             batch = math.ceil((n - count) / rate * 1.1) + 16
             points, normals = piece.draw(batch, generator, method)
-            keep = piece.kept(points)
+            keep = piece.kept(points, normals)
             kept_points.append(points[keep])
             kept_normals.append(normals[keep])
             count += int(keep.sum())

@@ -10,7 +10,8 @@ physics-informed deep neural networks", CMAME 389). Levels combine like booleans
     outside A:        -a
 
 Each result is again a level function (>= 0 exactly where the combination holds), smooth except
-where both arguments vanish (the corners of the combined shape).
+where both arguments vanish (the corners of the combined shape), where its derivatives are
+those of a + b: finite, so no NaN reaches a gradient.
 
 A piece of boundary is a *carrier* f (zero on a line, plane or sphere containing the piece)
 and a *trim* t (>= 0 on the part of the carrier that is the piece). `trimmed_distance` turns
@@ -32,12 +33,12 @@ Tensor = torch.Tensor
 
 def conjunction(a: Tensor, b: Tensor) -> Tensor:
     """(N,) level of the intersection of two shapes, from their (N,) levels."""
-    return a + b - torch.sqrt(a * a + b * b)
+    return a + b - _safe_sqrt(a * a + b * b, 0.0)
 
 
 def disjunction(a: Tensor, b: Tensor) -> Tensor:
     """(N,) level of the union of two shapes, from their (N,) levels."""
-    return a + b + torch.sqrt(a * a + b * b)
+    return a + b + _safe_sqrt(a * a + b * b, 0.0)
 
 
 def conjoin(levels: Sequence[Tensor]) -> Tensor:
@@ -88,4 +89,8 @@ def equivalence(distances: Sequence[Tensor]) -> Tensor:
         suffix.append(suffix[-1] * d)
     suffix.reverse()
     others = reduce(torch.add, [p * s for p, s in zip(prefix, suffix)])
-    return scale * prefix[-1] * scaled[-1] / others
+    # Where two φ_i are zero (a corner), so is `others`: the result is 0 there, and the
+    # division is kept off that point so that no derivative turns into NaN.
+    corner = others == 0
+    safe = torch.where(corner, torch.ones_like(others), others)
+    return torch.where(corner, torch.zeros_like(others), scale * prefix[-1] * scaled[-1] / safe)

@@ -77,7 +77,9 @@ class SpaceTime(Domain):
 
         def draw(n: int, generator: torch.Generator, method: str) -> tuple[Tensor, Tensor]:
             points, normals = piece.draw(n, generator, method)
-            times = self._times(unit_cube(n, 1, generator, method))
+            # Shuffled: two Sobol sets drawn apart pair up their points along a few lines.
+            order = torch.randperm(n, generator=generator)
+            times = self._times(unit_cube(n, 1, generator, method)[order])
             return torch.cat([points, times], 1), torch.cat(
                 [normals, torch.zeros(n, 1, dtype=torch.float64)], 1
             )
@@ -88,6 +90,10 @@ class SpaceTime(Domain):
             in_time = self._in_time(x)
             return in_time if space_trim is None else conjunction(space_trim(x[:, :-1]), in_time)
 
+        def keep(points: Tensor, normals: Tensor) -> Tensor:
+            in_space = piece.kept(points[:, :-1], normals[:, :-1])
+            return in_space & (self._in_time(points) > 0)
+
         carrier = piece.carrier
         return Piece(
             piece.name,
@@ -96,6 +102,7 @@ class SpaceTime(Domain):
             lambda x: carrier(x[:, :-1]),
             trim,
             whole=piece.whole,
+            keep=keep,
         )
 
     def _time_faces(self) -> tuple[Piece, Piece]:

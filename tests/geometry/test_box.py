@@ -7,8 +7,8 @@ import itertools
 import pytest
 import torch
 
-from pinn.geometry import SAMPLING_METHODS, BoundaryPoints, Box
 from pinn.errors import ConfigError, PinnError
+from pinn.geometry import SAMPLING_METHODS, BoundaryPoints, Box
 
 DIMS = (1, 2, 3, 5)
 DTYPES = (torch.float32, torch.float64)

@@ -8,12 +8,11 @@ import math
 import pytest
 import torch
 
-from pinn.geometry import Box
 from pinn.errors import ConfigError, TrainingDiverged
 from pinn.field import Field
-from pinn.models import MLP
+from pinn.geometry import Box, PointSampler
 from pinn.geometry.refinement import Refinement, rad_density, residual_magnitude
-from pinn.geometry import PointSampler
+from pinn.models import MLP
 from problems.poisson import Poisson
 
 UNIT_SQUARE = Box([0.0, 0.0], [1.0, 1.0])
