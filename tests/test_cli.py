@@ -38,13 +38,21 @@ class ReactionDiffusion(Problem):
         return torch.sin(pi * x[:, 0])
 '''
 REACTION_YAML = """
-target: reaction.ReactionDiffusion
-params: {}
-n_interior: 128
-n_boundary: 2
-sampler: sobol
-weights:
-  dirichlet: 10.0
+# @package _global_
+problem:
+  target: reaction.ReactionDiffusion
+  params: {}
+  n_interior: 128
+  n_boundary: 2
+  sampler: sobol
+  weights:
+    dirichlet: 10.0
+model:            # the problem's own settings, over the defaults
+  width: 16
+  depth: 2
+trainer:
+  steps: 300
+  lbfgs_steps: 50
 """
 
 
@@ -128,11 +136,8 @@ def test_a_new_problem_module_trains_to_stated_accuracy(tmp_path):
     result = run_pinn(
         "problem=reaction",
         f"hydra.searchpath=[file://{conf}]",
-        "trainer.steps=300",
-        "trainer.lbfgs_steps=200",
+        "trainer.lbfgs_steps=200",  # the command line overrides the problem's settings
         "trainer.progress=false",
-        "model.width=16",
-        "model.depth=2",
         "threads=1",
         f"hydra.run.dir={run_dir}",
         extra_path=tmp_path,
@@ -140,6 +145,9 @@ def test_a_new_problem_module_trains_to_stated_accuracy(tmp_path):
     assert result.returncode == 0, result.stderr
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert metrics["rel_l2"] <= 1e-3  # stated accuracy for this 1-D problem
+    config = (run_dir / "config.yaml").read_text()
+    assert "width: 16" in config and "depth: 2" in config and "steps: 300" in config
+    assert "lbfgs_steps: 200" in config and metrics["steps"] == 500
 
 
 def test_nan_stops_the_cli_with_a_clear_message(tmp_path):
