@@ -15,8 +15,13 @@ CORNERS = [[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [-1.0, 1.0], [-1.0, -1.0], [0.0, 
 
 
 def corner_solution(x: torch.Tensor) -> torch.Tensor:
-    """(N,) r^(2/3) sin(2θ/3), θ = the angle from the positive x axis in [0, 2π)."""
-    angle = torch.remainder(torch.atan2(x[:, 1], x[:, 0]), 2 * pi)
+    """(N,) r^(2/3) sin(2θ/3), θ = the angle from the positive x axis, in [-π/4, 7π/4).
+
+    The branch cut runs along θ = -π/4, through the cut-out quadrant, so that θ is continuous
+    on the closed L-shape: a point a rounding error below the edge y = 0, x > 0 gets θ ≈ 0,
+    not ≈ 2π.
+    """
+    angle = torch.remainder(torch.atan2(x[:, 1], x[:, 0]) + pi / 4, 2 * pi) - pi / 4
     radius = torch.hypot(x[:, 0], x[:, 1])
     return radius ** (2 / 3) * torch.sin(2 * angle / 3)
 

@@ -50,3 +50,18 @@ def test_a_hard_constraint_holds_the_boundary_data(name, generator):
     # Inside, B is not zero: the network still shapes the solution.
     inside = problem.domain.sample_interior(300, generator, "uniform", torch.float64)
     assert (as_columns(problem.hard_constraint(inside)[1]).abs() > 0).all()
+
+
+@pytest.mark.parametrize("name", PROBLEMS)
+def test_the_exact_solution_is_continuous_across_the_boundary(name, generator):
+    """No branch cut or kink of the formula on the boundary: the evaluation grid has points a
+    rounding error off it, on either side (the L-shape's angle once jumped by 2π there)."""
+    problem = problem_named(name)
+    if not problem.has_exact:
+        pytest.skip(f"{name} has reference data, no exact solution")
+    boundary = problem.domain.sample_boundary(400, generator, "uniform", torch.float64)
+    step = 1e-10 * boundary.normals
+    inside = as_columns(problem.exact(boundary.points - step))
+    outside = as_columns(problem.exact(boundary.points + step))
+    # Lipschitz solutions move by ~1e-10 * |grad u|; r^(2/3) at a corner by ~(1e-10)^(2/3).
+    assert (inside - outside).abs().max() < 1e-5
