@@ -143,9 +143,7 @@ def _plane(domain: Domain, n: int, like: dict, fixed: dict[int, float]) -> tuple
     points[:, free[0]], points[:, free[1]] = first.reshape(-1), second.reshape(-1)
     for axis, value in fixed.items():
         points[:, axis] = value
-    size = max(hi - lo for lo, hi in zip(domain.lower, domain.upper))
-    inside = domain.level(points) >= -1e-12 * size
-    return points.to(**like), free, lines, inside
+    return points.to(**like), free, lines, domain.contains(points, closed=True)
 
 
 def _maps(problem, model, truth, n, like) -> Figure:
@@ -163,20 +161,27 @@ def _maps(problem, model, truth, n, like) -> Figure:
     figure = Figure(figsize=(4.6 * panels, 3.8 * len(rows)))
     axes = figure.subplots(len(rows), panels, squeeze=False)
     for row, (k, fixed) in zip(axes, rows):
-        points, free, lines, inside = _plane(domain, n, like, fixed)
-        predicted = _numpy(predict(model, points))[:, k]
         where = ", ".join(f"{domain.names[a]} = {v:.3g}" for a, v in fixed.items())
         label = problem.outputs[k] + (f" at {where}" if where else "")
-        mask = _numpy(inside.double()) > 0
-        _image(figure, row[0], lines, predicted, mask, f"predicted {label}", domain, free)
-        if truth.exact:
-            exact = _numpy(truth.at(points))[:, k]
-            _image(figure, row[1], lines, exact, mask, f"exact {label}", domain, free)
-            error = np.abs(predicted - exact)
-            _image(figure, row[2], lines, error, mask, f"|error| {label}", domain, free, "magma")
-        elif truth.reference is not None:
-            _scattered(figure, row[1:], model, truth.reference, k, label, domain, free)
+        _map_row(figure, row[:3], problem, model, truth, k, label, _plane(domain, n, like, fixed))
     return figure
+
+
+def _map_row(figure, axes, problem, model, truth, k, label, plane) -> None:
+    """Predicted, true and |error| maps of output k on a plane (from `_plane`): the first
+    axis only where there is no true solution."""
+    domain = problem.domain
+    points, free, lines, inside = plane
+    predicted = _numpy(predict(model, points))[:, k]
+    mask = _numpy(inside.double()) > 0
+    _image(figure, axes[0], lines, predicted, mask, f"predicted {label}", domain, free)
+    if truth.exact:
+        exact = _numpy(truth.at(points))[:, k]
+        _image(figure, axes[1], lines, exact, mask, f"exact {label}", domain, free)
+        error = np.abs(predicted - exact)
+        _image(figure, axes[2], lines, error, mask, f"|error| {label}", domain, free, "magma")
+    elif truth.reference is not None:
+        _scattered(figure, axes[1:3], model, truth.reference, k, label, domain, free)
 
 
 def _image(figure, axis, lines, values, mask, title, domain, free, cmap="viridis") -> None:
@@ -230,18 +235,7 @@ def _space_time(problem, model, truth, n, like, time: int) -> Figure:
     figure = Figure(figsize=(4.6 * panels, 3.8 * len(outputs)))
     axes = figure.subplots(len(outputs), panels, squeeze=False)
     for k, row in enumerate(axes):
-        points, free, lines, inside = _plane(domain, n, like, {})
-        predicted = _numpy(predict(model, points))[:, k]
-        mask = _numpy(inside.double()) > 0
-        name = outputs[k]
-        _image(figure, row[0], lines, predicted, mask, f"predicted {name}", domain, free)
-        if truth.exact:
-            exact = _numpy(truth.at(points))[:, k]
-            _image(figure, row[1], lines, exact, mask, f"exact {name}", domain, free)
-            error = np.abs(predicted - exact)
-            _image(figure, row[2], lines, error, mask, f"|error| {name}", domain, free, "magma")
-        elif truth.reference is not None:
-            _scattered(figure, row[1:3], model, truth.reference, k, name, domain, free)
+        _map_row(figure, row[:3], problem, model, truth, k, outputs[k], _plane(domain, n, like, {}))
         _snapshots(row[-1], problem, model, truth, k, space, time, n, like)
     return figure
 

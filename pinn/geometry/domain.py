@@ -38,6 +38,8 @@ _ESTIMATE_SEED = 0
 _ESTIMATE_POINTS = 2**16
 _PIECE_ESTIMATE_POINTS = 2**12
 _MAX_REJECTION_ROUNDS = 1000
+# A point this close to the boundary, relative to the bounding box, counts as on it.
+_ON_BOUNDARY = 1e-12
 
 
 @dataclass(frozen=True)
@@ -164,9 +166,12 @@ class Domain:
         return measures
 
     def contains(self, x: Tensor, closed: bool = False) -> Tensor:
-        """(N,) bool: whether each of the (N, d) points lies inside (or on the boundary)."""
+        """(N,) bool: whether each of the (N, d) points lies inside; with `closed`, inside or on
+        the boundary to within rounding (1e-12 of the bounding box's size)."""
         level = self.level(x)
-        return level >= 0 if closed else level > 0
+        if not closed:
+            return level > 0
+        return level >= -_ON_BOUNDARY * max(hi - lo for lo, hi in zip(self.lower, self.upper))
 
     def distance(self, x: Tensor, on: str | Sequence[str] | None = None) -> Tensor:
         """(N,) distance-like function: zero on the boundary (or on the named parts of it),
@@ -227,9 +232,7 @@ class Domain:
         ]
         mesh = torch.meshgrid(*axes, indexing="ij")
         points = torch.stack([m.reshape(-1) for m in mesh], dim=1)
-        size = max(hi - lo for lo, hi in zip(self.lower, self.upper))
-        inside = self.level(points) >= -1e-12 * size
-        return points[inside].to(dtype=dtype, device=device)
+        return points[self.contains(points, closed=True)].to(dtype=dtype, device=device)
 
     # ---- drawing points --------------------------------------------------------------------
 
