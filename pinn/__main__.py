@@ -41,7 +41,8 @@ def summary(metrics: dict, run_dir: str) -> str:
             f"steps          {metrics['steps']}",
             f"wall_time_s    {metrics['wall_time_s']:.1f}",
             f"outputs in     {run_dir}",
-            "               (metrics.json, history.csv, solution.png, loss.png, checkpoint.pt)",
+            "               (metrics.json, history.csv, prediction.npz, solution.png, loss.png,",
+            "                checkpoint.pt)",
         ]
     )
 
