@@ -1,8 +1,8 @@
 """The wave equation in one space dimension, with two frequencies (PINNacle's Wave1d-C).
 
-    u_tt = 4 u_xx   on x in [0, 1], t in [0, 1]
-    u(x, 0) = sin πx + ½ sin 4πx,   u_t(x, 0) = 0,   u(0, t) = u(1, t) = 0
-    exact:  u = sin πx cos 2πt + ½ sin 4πx cos 8πt
+u_tt = 4 u_xx   on x in [0, 1], t in [0, 1]
+u(x, 0) = sin πx + ½ sin 4πx,   u_t(x, 0) = 0,   u(0, t) = u(1, t) = 0
+exact:  u = sin πx cos 2πt + ½ sin 4πx cos 8πt
 """
 
 from math import pi
