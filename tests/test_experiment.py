@@ -48,6 +48,7 @@ def test_every_problem_config_composes_and_loads(name):
         ("model.width=0", "model.width", ">= 1"),
         ("model.depth=0", "model.depth", ">= 1"),
         ("model.fourier_features=-2", "model.fourier_features", ">= 0"),
+        ("model.input_scaling=unit", "model.input_scaling", "auto, box, none"),
         ("model.activation=relu", "model.activation", "tanh, sigmoid, softplus, silu, gelu, sin"),
         ("dtype=float16", "dtype", "float32, float64"),
         ("seed=-1", "seed", ">= 0"),

@@ -22,6 +22,7 @@ from pinn import (
     SpaceTime,
     TrainSettings,
     Validator,
+    evaluation_points,
     fit,
 )
 from pinn.plots import solution_figure
@@ -90,28 +91,23 @@ SETTINGS = TrainSettings(
 )
 
 
-def run(name, **options):
+def run(name, method="rar", **options):
     problem = OnShape(name)
     domain = problem.domain
-    model = MLP(
-        domain.dim,
-        1,
-        width=8,
-        depth=2,
-        lower=domain.lower,
-        upper=domain.upper,
-        generator=torch.Generator().manual_seed(0),
-    ).double()
+    generator = torch.Generator().manual_seed(0)
+    model = MLP(domain.dim, 1, 8, 2, lower=domain.lower, upper=domain.upper, generator=generator)
+    refinement = Refinement(method, every=6, candidates=200, add=8)
     points = PointSampler(
         domain,
         64,
         48,
         "sobol",
         torch.Generator().manual_seed(1),
-        dtype=torch.float64,
-        refinement=Refinement("rar", every=6, candidates=200, add=8),
+        torch.float64,
+        refinement=refinement,
     )
-    result = fit(problem, model, SETTINGS, points, validator=Validator(problem), **options)
+    validator = Validator(problem, evaluation_points(problem, n_points=500, dtype=torch.float64))
+    result = fit(problem, model.double(), SETTINGS, points, validator=validator, **options)
     return problem, model, result
 
 
@@ -119,8 +115,9 @@ def flat(model):
     return torch.cat([p.detach().flatten() for p in model.parameters()])
 
 
+@pytest.mark.parametrize("method", ["rar", "rad"])
 @pytest.mark.parametrize("name", DOMAINS)
-def test_a_run_on_any_shape_learns_and_resumes_exactly(name, monkeypatch):
+def test_a_run_on_any_shape_learns_and_resumes_exactly(name, method, monkeypatch):
     written = []
 
     def keep(path, state):
@@ -129,18 +126,26 @@ def test_a_run_on_any_shape_learns_and_resumes_exactly(name, monkeypatch):
         written.append(buffer.getvalue())
 
     monkeypatch.setattr(pinn.trainer, "save_checkpoint", keep)
-    problem, model, result = run(name, checkpoint_path="unused.pt")
+    problem, model, result = run(name, method, checkpoint_path="unused.pt")
     history = result.history
     # Every condition is a loss term, and the run learns.
     assert {c.name for c in problem.conditions} <= set(history[0])
     assert history[-1]["loss"] < 0.2 * history[0]["loss"]
     assert history[-1]["rel_l2"] < history[0]["rel_l2"]
-    # RAR added points inside the shape, and resuming (in Adam, in L-BFGS) changes nothing.
+    # Refinement moved points inside the shape, and resuming (in Adam, in L-BFGS) changes
+    # nothing.
     states = [torch.load(io.BytesIO(data), weights_only=True) for data in written]
+    samplers = [state["training"]["sampler"] for state in states]
+    moved = [s["added"] for s in samplers] + [
+        s["refined"]["interior"] for s in samplers if "refined" in s
+    ]
+    assert sum(len(points) for points in moved) > 0
+    assert all(problem.domain.contains(points).all() for points in moved)
     phases = [state["training"]["phase"] for state in states]
     for state in (states[phases.index("adam") + 4], states[phases.index("lbfgs")]):
-        assert problem.domain.contains(state["training"]["sampler"]["added"]).all()
-        _, resumed_model, resumed = run(name, checkpoint_path="unused.pt", resume_from=state)
+        _, resumed_model, resumed = run(
+            name, method, checkpoint_path="unused.pt", resume_from=state
+        )
         assert torch.equal(flat(resumed_model), flat(model)), state["step"]
         assert resumed.final_loss == result.final_loss
     figure = solution_figure(problem, model, n_per_dim=21)
