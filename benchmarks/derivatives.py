@@ -9,8 +9,8 @@ reports the median time of a step (ms) and the step's peak memory (MiB) for
                 summed: the full Hessian, the way a plain script does it (the baseline)
     autograd    pinn.laplacian(engine="autograd"): nested reverse mode, one pass per dimension
     taylor      pinn.laplacian(engine="taylor"): one forward Taylor-mode pass
-    sparse      pinn.stochastic.stochastic_laplacian(method="sparse"), s random coordinates
-    rademacher  pinn.stochastic.stochastic_laplacian(method="rademacher"), s ±1 directions
+    sparse      pinn.stochastic_laplacian(method="sparse"), s random coordinates
+    rademacher  pinn.stochastic_laplacian(method="rademacher"), s ±1 directions
     functorch   pinn.laplacian(engine="functorch"), the baseline inside pinn (opt-in)
 
 and the ratios against the baseline measured in the same run (at d = 1000 the full Hessian is
@@ -54,7 +54,7 @@ import torch
 from torch import nn
 
 import pinn
-from pinn.stochastic import stochastic_laplacian
+from pinn.derivatives.stochastic import stochastic_laplacian
 
 Laplacian = Callable[[nn.Module, torch.Tensor], torch.Tensor]
 EXACT = ("vmap", "functorch", "autograd", "taylor")

@@ -40,7 +40,7 @@ import torch
 from torch import nn
 
 import pinn
-from pinn.engines import resolve_engine
+from pinn.derivatives.engines import resolve_engine
 from problems.poisson import Poisson
 
 WIDTH, DEPTH = 20, 4
@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> None:
     pinn_model = pinn_network(args.seed, rescale=not args.no_rescale)
     plain_model = plain_network()
     copy_linear_weights(pinn_model, plain_model)
-    engine, _ = resolve_engine("auto", pinn_model)
+    engine, _ = resolve_engine("auto", pinn_model, torch.rand(2, 2))
     scaling = "no rescaling" if args.no_rescale else "inputs rescaled to [-1, 1]²"
     print("# Poisson on [0, 1]², MLP 2-20-20-20-20-1 tanh, float32, Adam 1e-3, resampled\n")
     print(

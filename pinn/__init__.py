@@ -6,12 +6,29 @@ The public surface, flat: everything a problem module, a notebook or the CLI use
 from pinn.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from pinn.conditions import Condition, Dirichlet, Initial, Neumann, Periodic, Robin
 from pinn.constraints import HardConstraint
-from pinn.derivatives import check_pointwise, gradient, hessian, hessian_diag, laplacian
+from pinn.derivatives import (
+    check_pointwise,
+    gradient,
+    hessian,
+    hessian_diag,
+    laplacian,
+    register_elementwise,
+    register_taylor_rule,
+)
+from pinn.derivatives.engines import ENGINES, Engine
+from pinn.derivatives.field import Field
+from pinn.derivatives.stochastic import stochastic_laplacian
+from pinn.derivatives.taylor import (
+    TaylorModeUnsupported,
+    taylor_forward,
+    taylor_hessian,
+    taylor_hessian_diag,
+    taylor_laplacian,
+    taylor_supported,
+)
 from pinn.embeddings import FourierFeatures
-from pinn.engines import ENGINES, Engine
 from pinn.errors import ConfigError, NotPointwiseError, PinnError, TrainingDiverged
 from pinn.experiment import compose_config, train
-from pinn.field import Field
 from pinn.geometry import (
     REFINEMENTS,
     SAMPLING_METHODS,
@@ -36,21 +53,14 @@ from pinn.observations import Observations
 from pinn.plots import plot_loss, plot_solution
 from pinn.problem import Problem, load_problem
 from pinn.settings import TrainSettings
-from pinn.stochastic import stochastic_laplacian
-from pinn.taylor import (
-    TaylorModeUnsupported,
-    taylor_forward,
-    taylor_hessian,
-    taylor_hessian_diag,
-    taylor_laplacian,
-    taylor_supported,
-)
 from pinn.trainer import FitResult, fit
 from pinn.unknowns import Unknowns
 from pinn.validation import Validator, evaluation_points
 from pinn.weighting import WEIGHTINGS, LossWeights
 
 __all__ = [
+    "register_elementwise",
+    "register_taylor_rule",
     "Union",
     "SpaceTime",
     "SAMPLING_METHODS",

@@ -22,8 +22,8 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from pinn.derivatives.field import Field
 from pinn.errors import ConfigError
-from pinn.field import Field
 from pinn.geometry import BoundaryPoints
 
 # A condition's value: a constant, or a function of the (n, d) points returning (n,).
@@ -31,7 +31,7 @@ Value = float | Callable[[torch.Tensor], torch.Tensor]
 # Where a condition holds: "boundary", part name(s), or a predicate (N, d) -> (N,) bool.
 Where = str | Sequence[str] | Callable[[torch.Tensor], torch.Tensor]
 # Makes a field at (n, d) points for a named site; the loss passes the engine's, so every
-# evaluation of the network is planned (`pinn.engines`).
+# evaluation of the network is planned (`pinn.derivatives.engines`).
 FieldAt = Callable[[torch.Tensor, str], Field]
 
 

@@ -6,9 +6,9 @@ from collections.abc import Mapping
 
 import torch
 
-from pinn.engines import Engine
+from pinn.derivatives.engines import Engine
+from pinn.derivatives.field import Field, Model
 from pinn.errors import ConfigError
-from pinn.field import Field, Model
 from pinn.geometry import Batch
 from pinn.problem import Problem
 
@@ -18,8 +18,8 @@ def loss_terms(
 ) -> dict[str, torch.Tensor]:
     """Mean-square residual of the PDE ("pde", or "pde_<key>" for systems) and each condition.
 
-    `engine` makes the fields (see `pinn.engines`); keep one per training run so it can plan
-    its Taylor passes. Without one, plain autograd fields are used. Each condition gets the
+    `engine` makes the fields (see `pinn.derivatives.engines`); keep one per training run so it
+    can plan its Taylor passes. Without one, plain autograd fields are used. Each condition gets the
     field at every boundary point and `field_at`, which makes fields elsewhere (a periodic
     condition's opposite face) through the same engine, one planning site each.
     """

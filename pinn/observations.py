@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 
 from pinn.conditions import Condition, FieldAt, autograd_fields
+from pinn.derivatives.field import Field
 from pinn.errors import ConfigError
-from pinn.field import Field
 from pinn.geometry import BoundaryPoints
 
 

@@ -25,7 +25,7 @@ import torch
 from matplotlib.figure import Figure
 from matplotlib.tri import Triangulation
 
-from pinn.field import Model
+from pinn.derivatives.field import Model
 from pinn.geometry import Domain, SpaceTime
 from pinn.problem import Problem
 from pinn.validation import Validator, can_validate, predict

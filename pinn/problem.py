@@ -28,8 +28,8 @@ from collections.abc import Mapping, Sequence
 import torch
 
 from pinn.conditions import Condition
+from pinn.derivatives.field import Field
 from pinn.errors import ConfigError
-from pinn.field import Field
 from pinn.geometry import Domain
 from pinn.unknowns import Unknowns, initial_guesses, undeclared
 

@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 
 from pinn.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from pinn.derivatives import check_pointwise
-from pinn.engines import Engine
+from pinn.derivatives.engines import Engine
 from pinn.errors import ConfigError, TrainingDiverged
 from pinn.geometry import Batch, PointSampler, residual_magnitude
 from pinn.history import HistoryCSV
@@ -80,7 +80,7 @@ def fit(
         checkpoint_path: where to write `checkpoint.pt`; None writes nothing.
         checkpoint_extra: more entries for the checkpoint (the resolved config, say).
         engine: the residual engine, "auto", "taylor", "autograd" or "functorch"
-            (`pinn.engines`); the one that runs is logged once at the start.
+            (`pinn.derivatives.engines`); the one that runs is logged once at the start.
         resume_from: a checkpoint (its path, or the dict `load_checkpoint` returns) of an
             earlier run with the same problem, model, settings, sampler and engine: training
             continues from its state and ends exactly where the uninterrupted run ends. `model`,
@@ -109,7 +109,7 @@ def fit(
         validator,
         checkpoint_path,
         dict(checkpoint_extra or {}),
-        Engine(engine, model),
+        Engine(engine, model, _probe(problem, model, points)),
         HistoryCSV(history_path) if history_path is not None else None,
     )
     if resume_from is not None:
@@ -405,6 +405,16 @@ class _Run:
             self.result.final_loss = state["loss"]
         self._last_saved = state["step"]
         self.started -= training["time_s"]  # history times go on from where they stopped
+
+
+def _probe(problem: Problem, model: nn.Module, points: PointSampler) -> torch.Tensor:
+    """Two points of the domain's bounding box, for tracing the model (draws nothing)."""
+    dtype, device = _dtype_and_device(model, points)
+    domain = problem.domain
+    lower, upper = (
+        torch.as_tensor(c, dtype=dtype, device=device) for c in (domain.lower, domain.upper)
+    )
+    return torch.stack([lower + (upper - lower) / 3, lower + 2 * (upper - lower) / 3])
 
 
 def _dtype_and_device(model: nn.Module, points: PointSampler) -> tuple[torch.dtype, torch.device]:

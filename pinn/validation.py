@@ -10,8 +10,8 @@ import math
 
 import torch
 
+from pinn.derivatives.field import Model
 from pinn.errors import ConfigError
-from pinn.field import Model
 from pinn.problem import Problem
 
 # Up to 3 dimensions the evaluation set is a grid with about this many points inside the domain;

@@ -25,8 +25,8 @@ from pinn import (
     loss_terms,
 )
 from pinn.conditions import select
-from pinn.engines import TaylorField
-from pinn.field import Field
+from pinn.derivatives.engines import TaylorField
+from pinn.derivatives.field import Field
 
 TOL = {"atol": 1e-10, "rtol": 1e-10}
 BOX = Box([0.0, 0.0], [1.0, 2.0])
@@ -245,7 +245,9 @@ def test_taylor_and_autograd_agree_on_every_condition(generator):
     model = small_mlp(generator).double()
     boundary = SPACE_TIME.sample_boundary(60, generator, dtype=torch.float64)
     batch = Batch(SPACE_TIME.sample_interior(20, generator, dtype=torch.float64), boundary)
-    reference = loss_terms(EveryCondition(), model, batch, Engine("autograd", model, False))
+    reference = loss_terms(
+        EveryCondition(), model, batch, Engine("autograd", model, announce=False)
+    )
     taylor = Engine("taylor", model, announce=False)
     for _ in range(2):  # the first call records the requests, the second runs the planned pass
         terms = loss_terms(EveryCondition(), model, batch, taylor)

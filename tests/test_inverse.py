@@ -33,7 +33,7 @@ from pinn import (
     save_checkpoint,
     train,
 )
-from pinn.field import Field
+from pinn.derivatives.field import Field
 from problems.inverse_poisson import InversePoisson
 
 KAPPA_TRUE = InversePoisson.kappa_true

@@ -8,8 +8,8 @@ import math
 import pytest
 import torch
 
+from pinn.derivatives.field import Field
 from pinn.errors import ConfigError, TrainingDiverged
-from pinn.field import Field
 from pinn.geometry import Box, PointSampler
 from pinn.geometry.refinement import Refinement, rad_density, residual_magnitude
 from pinn.models import MLP

@@ -9,10 +9,8 @@ import torch
 from torch import nn
 from torch.func import functional_call, grad, hessian, jacrev, vmap
 
-import pinn.taylor_pass
-from pinn.embeddings import FourierFeatures
-from pinn.models import MLP, Rescale, Sin
-from pinn.taylor import (
+import pinn.derivatives.rules
+from pinn.derivatives.taylor import (
     TaylorModeUnsupported,
     taylor_forward,
     taylor_hessian,
@@ -20,6 +18,8 @@ from pinn.taylor import (
     taylor_laplacian,
     taylor_supported,
 )
+from pinn.embeddings import FourierFeatures
+from pinn.models import MLP, Rescale, Sin
 
 DTYPE = torch.float64
 TOLERANCE = {"rtol": 1e-10, "atol": 1e-10}
@@ -190,16 +190,16 @@ def test_collapsed_mode_carries_one_second_order_row(generator, monkeypatch):
     model = make_model("tanh", "fourier", 10, 1, generator)
     x = points(16, 10, generator)
     row_counts = []
-    chain = pinn.taylor_pass._chain
+    chain = pinn.derivatives.rules.chain
 
     def recording_chain(*args):
-        packed = chain(*args)
-        row_counts.append(packed.shape[0])
-        return packed
+        terms = chain(*args)
+        row_counts.append(terms.second.shape[0])
+        return terms
 
-    monkeypatch.setattr(pinn.taylor_pass, "_chain", recording_chain)
+    monkeypatch.setattr(pinn.derivatives.rules, "chain", recording_chain)
     taylor_laplacian(model, x)
-    assert row_counts and set(row_counts) == {1 + 10 + 1}
+    assert row_counts and set(row_counts) == {1}
 
 
 # ---- gradients with respect to the parameters ---------------------------------------------
@@ -263,34 +263,45 @@ def test_mixed_term_loss_gradient_matches_torch_func(activation, generator):
 # ---- support and errors -------------------------------------------------------------------
 
 
-class Doubled(nn.Sequential):
+class Branching(nn.Module):
+    """A forward that reads its points' values in Python: no graph can stand for it."""
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return 2 * super().forward(x)
+        return x[:, :1] if x.sum() > 0 else -x[:, :1]
 
 
 @pytest.mark.parametrize(
     ("model", "culprit"),
     [
-        (nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1)), "ReLU"),
+        (nn.Sequential(nn.Linear(2, 3), nn.Hardswish(), nn.Linear(3, 1)), "aten.hardswish"),
         (
-            nn.Sequential(nn.Linear(2, 3), nn.Sequential(nn.BatchNorm1d(3)), nn.Linear(3, 1)),
-            "Sequential.1.0 (BatchNorm1d)",
+            nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3), nn.Linear(3, 1)),
+            "batch_norm",
         ),
-        (Doubled(nn.Linear(2, 1)), "Doubled"),
-        (lambda x: x.sum(dim=1, keepdim=True), "not an nn.Module"),
+        (lambda x: torch.atan2(x[:, :1], x[:, 1:]), "aten.atan2"),
+        (Branching(), "could not be traced"),
     ],
 )
 def test_unsupported_models_are_named_so_callers_can_fall_back(model, culprit):
-    supported, reason = taylor_supported(model)
+    x = torch.rand(3, 2)
+    supported, reason = taylor_supported(model, x)
     assert not supported
     assert culprit in reason and "autograd" in reason
     with pytest.raises(TaylorModeUnsupported, match="autograd"):
-        taylor_forward(model, torch.zeros(3, 2), [0, 1])
+        taylor_forward(model, x, [0, 1])
+
+
+class Doubled(nn.Sequential):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return 2 * super().forward(x)
 
 
 def test_supported_models_say_so():
-    assert taylor_supported(MLP(2, 1, activation="gelu")) == (True, "")
-    assert taylor_supported(nn.Sequential(FourierFeatures(2, 3), nn.Linear(6, 1)))[0]
+    x = torch.rand(3, 2)
+    assert taylor_supported(MLP(2, 1, activation="gelu"), x) == (True, "")
+    assert taylor_supported(nn.Sequential(FourierFeatures(2, 3), nn.Linear(6, 1)), x)[0]
+    assert taylor_supported(Doubled(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1)), x)[0]
+    assert taylor_supported(lambda x: x.sum(dim=1, keepdim=True), x)[0]
 
 
 @pytest.mark.parametrize(

@@ -19,18 +19,19 @@ linear in S, so the sum can be taken at every layer rather than at the end. With
 vectors and w = 1 that row is the Laplacian.
 
 Nothing loops over points or directions: each Linear layer is one matmul over all points and
-directions per kind of term (`pinn.taylor_pass`). Only plain differentiable torch ops are
-used, so a loss built from the outputs backpropagates to the parameters with ordinary
-first-order autograd.
+directions per kind of term. Only plain differentiable torch ops are used, so a loss built from
+the outputs backpropagates to the parameters with ordinary first-order autograd.
 
-Supported: nn.Sequential (nested) of nn.Linear, nn.Identity, pinn.models.Rescale,
-pinn.embeddings.FourierFeatures and the activations of `pinn.taylor_activations`, and a
-`pinn.constraints.HardConstraint` around such a network. Ask
-`taylor_supported(model)` first, and fall back to `pinn.derivatives` when it says no.
+Any pointwise model runs, whatever its forward does with torch operations (skip connections,
+gates, Fourier features, a hard constraint u = g + B N around a network): the pass traces it
+once per input shape into aten operations and carries the terms through each by its rule
+(`pinn.derivatives.taylor_pass`, `pinn.derivatives.rules`). An operation without a rule is
+named by `taylor_supported(model, x)`; `register_elementwise` and `register_taylor_rule` add
+one.
 
-This module is the public surface; the pass lives in `pinn.taylor_pass`, the choice of
-second-order terms in `pinn.taylor_orders`, the activations' derivatives in
-`pinn.taylor_activations`.
+This module is the public surface; the choice of second-order terms lives in
+`pinn.derivatives.orders`, the elementwise functions' derivatives in
+`pinn.derivatives.elementwise`.
 """
 
 from __future__ import annotations
@@ -41,18 +42,17 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from pinn.constraints import HardConstraint, transform_jet
-from pinn.errors import PinnError
-from pinn.taylor_orders import MODES, PairSpec, make_order, require_indices
-from pinn.taylor_pass import is_supported, leaves, propagate, supported_kinds
+from pinn.derivatives.orders import MODES, PairSpec, make_order, require_indices
+from pinn.derivatives.taylor_pass import (
+    TaylorModeUnsupported,
+    propagate,
+    trace_model,
+    unsupported_message,
+)
 
 Tensor = torch.Tensor
 Directions = Tensor | Sequence[int]
 SECOND_ORDER = MODES
-
-
-class TaylorModeUnsupported(PinnError, TypeError):
-    """The model has a layer the forward Taylor pass cannot carry; use autograd for it."""
 
 
 class Jet(NamedTuple):
@@ -112,7 +112,8 @@ def taylor_forward(
     """Value, first and second directional derivatives of `model` at x in one forward pass.
 
     Args:
-        model: an nn.Sequential of supported layers (see `taylor_supported`), (N, d) -> (N, m).
+        model: a pointwise callable (N, d) -> (N, m) built from operations with Taylor rules
+            (see `taylor_supported`).
         x: (N, d) points.
         directions: the k directions, as floats (k, d) shared by all points or (N, k, d) per
             point; or as input indices, (k,) or (N, k) integers, standing for unit vectors
@@ -127,18 +128,22 @@ def taylor_forward(
         A `Jet` (value, first, second), differentiable in the model's parameters.
 
     Raises:
-        TaylorModeUnsupported: the model has a layer this pass cannot carry.
+        TaylorModeUnsupported: the model uses an operation this pass has no rule for, or
+            cannot be traced.
     """
-    layers = _supported_layers(model)
     if x.ndim != 2 or not x.is_floating_point():
         raise ValueError(f"points must be floats of shape (N, d), got {x.dtype} {tuple(x.shape)}")
     directions, k = _checked_directions(directions, x)
     order = make_order(second, k, weights, pairs, x)
-    terms = propagate(layers, x, directions, order)
-    jet = Jet(terms.value, terms.first.movedim(0, -1), order.unpack(terms.second))
-    if isinstance(model, HardConstraint):  # u = g + B N: the product rule on N's jet
-        return Jet(*transform_jet(model, x, directions, order, jet))
-    return jet
+    terms = propagate(trace_model(model, x), model, x, _seed(directions, x), order)
+    if terms.value.ndim == 1:  # an (N,) output counts as one output
+        terms = type(terms)(*(t[..., None] for t in terms))
+    if terms.value.ndim != 2 or terms.value.shape[0] != x.shape[0]:
+        raise ValueError(
+            f"the model must map (N, d) points to (N, m) outputs; got {tuple(terms.value.shape)} "
+            f"from input {tuple(x.shape)}"
+        )
+    return Jet(terms.value, terms.first.movedim(0, -1), order.unpack(terms.second))
 
 
 def taylor_hessian_diag(
@@ -185,40 +190,28 @@ def taylor_hessian(
     return GradientHessian(*taylor_forward(model, x, _input_indices(inputs, x), "full"))
 
 
-def taylor_supported(model: object) -> tuple[bool, str]:
-    """(True, "") if `taylor_forward` can run `model`, else (False, why and what to do)."""
-    if not isinstance(model, nn.Module):
-        return False, (
-            f"{type(model).__name__} is not an nn.Module: forward Taylor mode reads the layers "
-            "of an nn.Sequential; use the autograd engine (pinn.derivatives) for it"
-        )
-    network = _network(model)
-    for name, layer in leaves(network, type(network).__name__):
-        if not is_supported(layer):
-            kinds = supported_kinds()
-            return False, (
-                f"layer {name} ({type(layer).__name__}) is not supported by forward Taylor "
-                f"mode, which handles nn.Sequential of {', '.join(kinds)} (subclasses that "
-                "override forward excluded); use the autograd engine (pinn.derivatives) for "
-                "this model, or rebuild it from those layers"
-            )
+def taylor_supported(model: object, x: Tensor) -> tuple[bool, str]:
+    """(True, "") if `taylor_forward` can run `model` at points shaped like x, else (False,
+    which operation it cannot carry, where the model uses it, and what to do)."""
+    if not callable(model):
+        return False, f"{type(model).__name__} is not callable"
+    try:
+        traced = trace_model(model, x)
+    except TaylorModeUnsupported as error:
+        return False, str(error)
+    if traced.unsupported:
+        return False, unsupported_message(traced.unsupported)
     return True, ""
 
 
+def _seed(directions: Tensor, x: Tensor) -> Tensor:
+    """The first-order terms of x itself: (k, 1, d) shared by all points, or (k, N, d)."""
+    if not directions.is_floating_point():
+        directions = torch.eye(x.shape[1], dtype=x.dtype, device=x.device)[directions]
+    return directions[:, None] if directions.ndim == 2 else directions.movedim(1, 0)
+
+
 # ---- checks -------------------------------------------------------------------------------
-
-
-def _supported_layers(model: nn.Module) -> list[nn.Module]:
-    supported, reason = taylor_supported(model)
-    if not supported:
-        raise TaylorModeUnsupported(reason)
-    network = _network(model)
-    return [layer for _, layer in leaves(network, type(network).__name__)]
-
-
-def _network(model: nn.Module) -> nn.Module:
-    """The layers the pass runs through: a hard constraint's network, else the model."""
-    return model.network if isinstance(model, HardConstraint) else model
 
 
 def _checked_directions(directions: Directions, x: Tensor) -> tuple[Tensor, int]:

@@ -7,8 +7,8 @@ import torch
 from torch import nn
 
 from pinn import MLP, ConfigError
-from pinn.engines import Engine, FunctorchField, TaylorField, resolve_engine
-from pinn.field import Field, Requests
+from pinn.derivatives.engines import Engine, FunctorchField, TaylorField, resolve_engine
+from pinn.derivatives.field import Field, Requests
 
 TOL = {"atol": 1e-10, "rtol": 1e-10}
 NAMES = ("x", "y", "t")
@@ -42,34 +42,35 @@ def everything(u: Field) -> dict[str, torch.Tensor]:
 
 
 class Wave(nn.Module):
-    """A pointwise model Taylor mode does not know: falls back to autograd under auto."""
+    """A pointwise model with an operation Taylor mode has no rule for: autograd under auto."""
 
     def __init__(self, generator):
         super().__init__()
         self.a = nn.Parameter(torch.randn(3, 4, generator=generator, dtype=torch.float64))
 
     def forward(self, x):
-        return torch.sin(x @ self.a).sum(dim=1, keepdim=True)
+        return torch.special.erfcx(x @ self.a).sum(dim=1, keepdim=True)
 
 
 def test_auto_picks_taylor_for_an_mlp_and_autograd_otherwise(generator):
-    assert resolve_engine("auto", mlp(generator))[0] == "taylor"
-    name, why = resolve_engine("auto", Wave(generator))
-    assert name == "autograd" and "Wave" in why
+    probe = torch.rand(2, 3, dtype=torch.float64)
+    assert resolve_engine("auto", mlp(generator), probe)[0] == "taylor"
+    name, why = resolve_engine("auto", Wave(generator), probe)
+    assert name == "autograd" and "aten.special_erfcx" in why and "test_engines.py" in why
 
 
 def test_unknown_engine_and_taylor_on_an_unsupported_model_are_refused(generator):
     with pytest.raises(ConfigError, match="auto, taylor, autograd, functorch"):
-        resolve_engine("jax", mlp(generator))
+        resolve_engine("jax", mlp(generator), None)
     with pytest.raises(ConfigError, match="engine=taylor cannot run this model"):
-        resolve_engine("taylor", Wave(generator))
+        resolve_engine("taylor", Wave(generator), torch.rand(2, 3, dtype=torch.float64))
 
 
 def test_engine_says_once_which_path_runs(generator, caplog):
     with caplog.at_level(logging.INFO, logger="pinn"):
-        Engine("auto", mlp(generator))
+        Engine("auto", mlp(generator), torch.rand(2, 3, dtype=torch.float64))
     assert [r.getMessage() for r in caplog.records] == [
-        "residual engine: taylor (auto: the model is built from layers forward Taylor mode carries)"
+        "residual engine: taylor (auto: every operation of the model has a Taylor rule)"
     ]
 
 
@@ -184,3 +185,31 @@ def test_a_request_the_plan_missed_still_comes_out_right(generator):
     torch.testing.assert_close(field.d(0), slope[:, 0], rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(field.d2(0, 1), full[:, 0, 1], rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(field.d2(1), full[:, 1, 1], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["auto", "taylor", "autograd", "functorch"])
+def test_derivatives_of_an_expression_of_u_are_right_on_every_engine(name, generator):
+    """∂x(k(u) u_x) with k = 1 + u², against k'(u) u_x² + k(u) u_xx by torch.func."""
+    model = mlp(generator)
+    x = torch.rand(9, 3, generator=generator, dtype=torch.float64)
+    single = lambda p: model(p[None])[0, 0]  # noqa: E731
+    u = model(x)[:, 0]
+    u_x = torch.func.vmap(torch.func.grad(single))(x)[:, 0]
+    u_xx = torch.func.vmap(torch.func.hessian(single))(x)[:, 0, 0]
+    expected = 2 * u * u_x**2 + (1 + u**2) * u_xx
+
+    def flux_divergence(field):
+        return field.derivative((1 + field() ** 2) * field.d("x"), "x")
+
+    engine = Engine(name, model, announce=False)
+    for _ in range(3):  # records, then the planned steps
+        got = flux_divergence(engine.field(x, NAMES, ("u",), "interior"))
+        torch.testing.assert_close(got, expected, **TOL)
+
+
+def test_a_taylor_field_refuses_to_differentiate_its_numbers(generator):
+    model = mlp(generator)
+    x = torch.rand(4, 3, generator=generator, dtype=torch.float64)
+    field = TaylorField(model, x, NAMES, plan=Requests(first={0}))
+    with pytest.raises(ValueError, match="switches the site to autograd"):
+        field.derivative(field() * field.d("x"), "x")

@@ -9,8 +9,9 @@ Results stay differentiable in f's parameters. `hessian_diag` and `laplacian` ne
 full Hessian: one backward pass gives the gradient, then one more per input dimension gives one
 row of the Hessian, of which only the diagonal entry is kept.
 
-Each takes `engine` ("auto", "taylor", "autograd" or "functorch", see `pinn.engines`): "auto"
-runs one forward Taylor-mode pass when f is a model that mode supports, else autograd.
+Each takes `engine` ("auto", "taylor", "autograd" or "functorch", see
+`pinn.derivatives.engines`): "auto" runs one forward Taylor-mode pass when the Taylor pass can
+carry f, else autograd.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from pinn.engines import make_field
+from pinn.derivatives.engines import make_field
+from pinn.derivatives.field import Field, Model, Requests
 from pinn.errors import NotPointwiseError
-from pinn.field import Field, Model, Requests
 
 # Layers that mix the rows of a batch while they train (or always, without running statistics).
 _BATCH_COUPLED = (nn.modules.batchnorm._BatchNorm, nn.modules.instancenorm._InstanceNorm)

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 from torch.func import jacrev, vmap
 
-from pinn.field import Field
+from pinn.derivatives.field import Field
 from pinn.models import MLP
 
 TOL = {"atol": 1e-10, "rtol": 1e-10}

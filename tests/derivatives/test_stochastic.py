@@ -9,10 +9,10 @@ import torch
 from torch import nn
 from torch.func import hessian, vmap
 
+from pinn.derivatives.stochastic import METHODS, random_directions, stochastic_laplacian
+from pinn.derivatives.taylor import taylor_laplacian
 from pinn.errors import NotPointwiseError
 from pinn.models import MLP
-from pinn.stochastic import METHODS, random_directions, stochastic_laplacian
-from pinn.taylor import taylor_laplacian
 
 DTYPE = torch.float64
 DIM = 10

@@ -10,7 +10,7 @@ v^T H v estimates the Laplacian without bias, for any s:
 
 Every point draws its own directions, so the errors at different points are independent and
 average out in a mean squared residual. The v^T H v come from one collapsed forward Taylor
-pass when the model allows it (`pinn.taylor`), else from Hessian-vector products with
+pass when the model allows it (`pinn.derivatives.taylor`), else from Hessian-vector products with
 torch.autograd, one backward pass per output and direction.
 """
 
@@ -21,8 +21,8 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from pinn.derivatives import check_pointwise
-from pinn.taylor import taylor_forward, taylor_supported
+from pinn.derivatives.functions import check_pointwise
+from pinn.derivatives.taylor import taylor_forward, taylor_supported
 
 Tensor = torch.Tensor
 Model = Callable[[Tensor], Tensor]
@@ -35,8 +35,8 @@ def stochastic_laplacian(
     """(N, m) unbiased estimate of the Laplacian of f's outputs at the (N, d) points x.
 
     Args:
-        f: a pointwise callable (N, d) -> (N, m); an nn.Sequential that `taylor_supported`
-            accepts runs in one forward pass, anything else through autograd.
+        f: a pointwise callable (N, d) -> (N, m); one the Taylor pass carries
+            (`taylor_supported`) runs in one forward pass, anything else through autograd.
         x: (N, d) points.
         samples: s, the number of random directions per point; the variance falls like 1/s
             (faster for "sparse", which is exact at s = d).
@@ -83,7 +83,7 @@ def second_directional_sum(f: Model, x: Tensor, directions: Tensor) -> Tensor:
     x: (N, d) points; directions: (N, s, d) floats, or (N, s) input indices for unit vectors.
     One collapsed Taylor pass when f supports it, else Hessian-vector products by autograd.
     """
-    if taylor_supported(f)[0]:
+    if taylor_supported(f, x)[0]:
         return taylor_forward(f, x, directions, "collapsed").second
     return _autograd_sum(f, x, directions)
 

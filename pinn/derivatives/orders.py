@@ -1,7 +1,8 @@
 """Which second-order terms a forward Taylor pass carries, and in what layout it returns them.
 
-An elementwise layer adds σ''(z) J_i J_j to the carried second-order term of each pair (i, j)
-of directions; an `Order` says which pairs, by the products it forms:
+An elementwise function adds σ''(z) J_i J_j to the carried second-order term of each pair
+(i, j) of directions, and a product of two varying factors a b adds a_i b_j + a_j b_i; an
+`Order` says which pairs, by the products it forms:
 
     Diagonal    v_i^T H v_i for every i         k rows      -> (N, m, k)
     Collapsed   Σ_i w_i v_i^T H v_i             1 row       -> (N, m)
@@ -15,12 +16,13 @@ so their sum can be propagated instead of the terms, at the cost of one row what
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
 Tensor = torch.Tensor
 PairSpec = Tensor | Sequence[tuple[int, int]]
+Product = Callable[[Tensor, Tensor], Tensor]
 MODES = ("diagonal", "collapsed", "full", "pairs", "none")
 
 
@@ -29,12 +31,18 @@ class Order:
 
     quadratic: (k, N or 1, w) first-order terms J -> (rows, N or 1, w) products J_i J_j, or
         None when no rows are carried.
+    cross: the first-order terms A, B (k, ...) of two factors and their bilinear product
+        (elementwise or matrix, broadcasting over the leading axis) -> the (rows, ...) terms
+        product(A_i, B_j) + product(A_j, B_i), or None when no rows are carried.
     unpack: (rows, N, m) final terms -> the public layout (see the module docstring).
     """
 
     rows: int
 
     def quadratic(self, first: Tensor) -> Tensor | None:
+        raise NotImplementedError
+
+    def cross(self, a: Tensor, b: Tensor, product: Product) -> Tensor | None:
         raise NotImplementedError
 
     def unpack(self, second: Tensor) -> Tensor:
@@ -48,6 +56,9 @@ class Diagonal(Order):
     def quadratic(self, first: Tensor) -> Tensor:
         return first * first
 
+    def cross(self, a: Tensor, b: Tensor, product: Product) -> Tensor:
+        return 2 * product(a, b)
+
 
 class Collapsed(Order):
     rows = 1
@@ -60,6 +71,11 @@ class Collapsed(Order):
         if self.weights is None:
             return squares.sum(dim=0, keepdim=True)
         return torch.tensordot(self.weights, squares, dims=1)[None]
+
+    def cross(self, a: Tensor, b: Tensor, product: Product) -> Tensor:
+        if self.weights is not None:
+            a = a * self.weights.view(-1, *[1] * (a.ndim - 1))
+        return 2 * product(a, b).sum(dim=0, keepdim=True)
 
     def unpack(self, second: Tensor) -> Tensor:
         return second[0]
@@ -76,6 +92,9 @@ class ChosenPairs(Order):
         # backward, as first[left] * first[right], whose gathers scatter-add backward.
         rows = first.unbind(0)
         return torch.stack([rows[i] * rows[j] for i, j in self.pairs])
+
+    def cross(self, a: Tensor, b: Tensor, product: Product) -> Tensor:
+        return product(a[self.left], b[self.right]) + product(a[self.right], b[self.left])
 
 
 class Full(ChosenPairs):
@@ -98,6 +117,9 @@ class FirstOnly(Order):
 
     def quadratic(self, first: Tensor) -> None:
         return None  # nothing to carry: the pass skips the second-order terms altogether
+
+    def cross(self, a: Tensor, b: Tensor, product: Product) -> None:
+        return None
 
 
 def make_order(

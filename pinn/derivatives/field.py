@@ -14,7 +14,7 @@ input), d(sum_i u_i)/dx_i = du_i/dx_i, so one backward pass of the batch sum giv
 gradient at once. That is why models must be pointwise (see `pinn.derivatives.check_pointwise`).
 
 A field also records what it was asked for (`requests`), so an engine can plan a single
-forward pass that computes exactly that next time (`pinn.engines`).
+forward pass that computes exactly that next time (`pinn.derivatives.engines`).
 """
 
 from __future__ import annotations
@@ -32,13 +32,16 @@ class Requests:
     """Which input derivatives a residual asked for (input indices; outputs are not tracked).
 
     first: inputs of first derivatives; diagonal: inputs j of d²u/dx_j²; laplacian: whether the
-    Laplacian itself was asked for; mixed: pairs (i, j), i < j, of mixed second derivatives.
+    Laplacian itself was asked for; mixed: pairs (i, j), i < j, of mixed second derivatives;
+    expression: whether a derivative of an expression of the outputs was asked for
+    (`Field.derivative`), which only differentiating through the points can give.
     """
 
     first: set[int] = field(default_factory=set)
     diagonal: set[int] = field(default_factory=set)
     laplacian: bool = False
     mixed: set[tuple[int, int]] = field(default_factory=set)
+    expression: bool = False
 
 
 class Field:
@@ -132,6 +135,33 @@ class Field:
             for i in range(self.dim)
         ]
         return torch.stack(rows, dim=1)
+
+    def derivative(self, expression: torch.Tensor, var: str | int) -> torch.Tensor:
+        """(N,) d(expression)/d var for an (N,) expression built from this field's values and
+        derivatives, e.g. the flux k(u) u_x of ∂x(k(u) u_x), or u² in ∂x(u²).
+
+        Differentiates through the points by autograd, whichever engine made the field: a
+        residual that asks for it runs on autograd at that site (a Taylor pass gives numbers,
+        not functions of the points, so it could not be differentiated further).
+        """
+        i = self._input(var)
+        self.requests.expression = True
+        if not (isinstance(expression, torch.Tensor) and expression.shape == self.x.shape[:1]):
+            raise ValueError(
+                f"derivative() takes an (N,) = ({self.x.shape[0]},) tensor built from this "
+                f"field, got {type(expression).__name__} "
+                f"{tuple(getattr(expression, 'shape', ()))}"
+            )
+        if not expression.requires_grad or not self._depends_on_points():
+            raise ValueError(
+                "derivative() needs an expression computed from this field's outputs on a "
+                "field that differentiates through its points; this field holds planned "
+                "Taylor values (the engine switches the site to autograd from the next step on)"
+            )
+        return _backward(expression, self.x)[:, i]
+
+    def _depends_on_points(self) -> bool:
+        return True
 
     # ---- how derivatives are computed: nested reverse mode (subclasses fill caches first) ---
 

@@ -1,7 +1,7 @@
 """Residual engines: which computation fills a `Field`'s derivatives.
 
     autograd    nested reverse mode, lazily: one backward for the gradient, one per Hessian row
-    taylor      one forward Taylor-mode pass (`pinn.taylor`) computing exactly what was planned
+    taylor      one forward Taylor-mode pass (`pinn.derivatives.taylor`) computing what was planned
     functorch   torch.func's vmap(jacrev) and vmap(jacrev(jacrev)): the full Hessian, a baseline
     auto        taylor where the model allows it, else autograd
 
@@ -19,26 +19,38 @@ from collections.abc import Sequence
 
 import torch
 
+from pinn.derivatives.field import Field, Model, Requests
+from pinn.derivatives.taylor import taylor_forward, taylor_supported
 from pinn.errors import ConfigError
-from pinn.field import Field, Model, Requests
-from pinn.taylor import taylor_forward, taylor_supported
 
 ENGINES = ("auto", "taylor", "autograd", "functorch")
 log = logging.getLogger("pinn")
 
 
-def resolve_engine(engine: str, model: Model) -> tuple[str, str]:
-    """(the engine that will run, why) for a requested engine name and a model."""
+def resolve_engine(engine: str, model: Model, probe: torch.Tensor | None) -> tuple[str, str]:
+    """(the engine that will run, why) for a requested engine name and a model.
+
+    probe: a few (n, d) points of the dtype and device the model will see, at which "auto" and
+    "taylor" trace the model to check that the Taylor pass can carry it. "auto" needs them;
+    without them "taylor" finds out at its first pass.
+    """
     if engine not in ENGINES:
         raise ConfigError(f"engine={engine!r} is unknown; choose one of {', '.join(ENGINES)}")
-    supported, reason = taylor_supported(model)
+    if engine in ("autograd", "functorch") or (engine == "taylor" and probe is None):
+        return engine, "asked for"
+    if probe is None:
+        raise ValueError("engine='auto' needs probe points to trace the model at")
+    supported, reason = taylor_supported(model, probe)
     if engine == "taylor" and not supported:
         raise ConfigError(f"engine=taylor cannot run this model: {reason}")
-    if engine == "auto":
-        if supported:
-            return "taylor", "auto: the model is built from layers forward Taylor mode carries"
-        return "autograd", f"auto: falling back to autograd because {reason}"
-    return engine, "asked for"
+    if supported:
+        why = (
+            "asked for"
+            if engine == "taylor"
+            else "auto: every operation of the model has a Taylor rule"
+        )
+        return "taylor", why
+    return "autograd", f"auto: falling back to autograd because {reason}"
 
 
 class TaylorField(Field):
@@ -105,6 +117,9 @@ class TaylorField(Field):
             self._second[key] = self._fallback()._second_derivative(k, i, j, keep_row)
         return self._second[key]
 
+    def _depends_on_points(self) -> bool:
+        return False
+
     def _fallback(self) -> Field:
         if self._autograd is None:
             self._autograd = Field(self.f, self.x)
@@ -164,27 +179,54 @@ class Engine:
     Args:
         name: one of `ENGINES`.
         model: the network the fields evaluate.
+        probe: a few (n, d) points to trace the model at (see `resolve_engine`).
         announce: log once which engine runs and why.
     """
 
-    def __init__(self, name: str, model: Model, announce: bool = True):
+    def __init__(
+        self,
+        name: str,
+        model: Model,
+        probe: torch.Tensor | None = None,
+        announce: bool = True,
+    ):
+        if name not in ENGINES:
+            raise ConfigError(f"engine={name!r} is unknown; choose one of {', '.join(ENGINES)}")
         self.model = model
-        self.name, why = resolve_engine(name, model)
+        self.requested, self.announce = name, announce
+        if probe is None and name == "auto":
+            self._name: str | None = None  # decided at the first field, on its points
+        else:
+            self._resolve(probe)
         self._recorders: dict[str, Field] = {}
         self._plans: dict[str, Requests] = {}
-        if announce:
-            log.info("residual engine: %s (%s)", self.name, why)
+
+    @property
+    def name(self) -> str:
+        """The engine that runs ("taylor", "autograd" or "functorch")."""
+        if self._name is None:
+            raise RuntimeError("the engine is decided at its first field; make one first")
+        return self._name
+
+    def _resolve(self, probe: torch.Tensor | None) -> None:
+        self._name, why = resolve_engine(self.requested, self.model, probe)
+        if self.announce:
+            log.info("residual engine: %s (%s)", self._name, why)
 
     def field(
         self, x: torch.Tensor, inputs: Sequence[str], outputs: Sequence[str], site: str
     ) -> Field:
         """A field at the (N, d) points x; `site` names the residual it serves, for planning."""
+        if self._name is None:
+            self._resolve(x[:2].detach())
         if self.name == "autograd":
             return Field(self.model, x, inputs, outputs)
         if self.name == "functorch":
             return FunctorchField(self.model, x, inputs, outputs)
         if site in self._recorders:
             self._plans[site] = self._recorders.pop(site).requests
+        if site in self._plans and self._plans[site].expression:
+            return Field(self.model, x, inputs, outputs)  # derivatives of expressions: autograd
         if site in self._plans:
             return TaylorField(self.model, x, inputs, outputs, plan=self._plans[site])
         recorder = Field(self.model, x, inputs, outputs)  # learns what the residual asks for
@@ -202,6 +244,8 @@ class Engine:
 
     def load_state_dict(self, state: dict) -> None:
         """Continue with the plans of `state` (from `state_dict`) instead of recording anew."""
+        if self._name is None:  # not decided yet: continue as the checkpoint ran
+            self._name = state["name"]
         if state["name"] != self.name:
             raise ConfigError(
                 f"the checkpoint was trained with the {state['name']} engine, this run would "
@@ -217,6 +261,7 @@ def _plan_state(plan: Requests) -> dict:
         "diagonal": sorted(plan.diagonal),
         "laplacian": plan.laplacian,
         "mixed": [list(pair) for pair in sorted(plan.mixed)],
+        "expression": plan.expression,
     }
 
 
@@ -226,12 +271,13 @@ def _plan_from_state(state: dict) -> Requests:
         diagonal=set(state["diagonal"]),
         laplacian=bool(state["laplacian"]),
         mixed={(i, j) for i, j in state["mixed"]},
+        expression=bool(state.get("expression", False)),  # absent in older checkpoints
     )
 
 
 def make_field(f: Model, x: torch.Tensor, engine: str, plan: Requests) -> Field:
     """A one-off field for the public functions, computing `plan` with `engine`."""
-    name, _ = resolve_engine(engine, f)
+    name, _ = resolve_engine(engine, f, x)
     if name == "taylor":
         return TaylorField(f, x, plan=plan)
     return FunctorchField(f, x) if name == "functorch" else Field(f, x)

@@ -1,0 +1,533 @@
+"""Taylor rules: how each aten operation carries value, first- and second-order terms.
+
+A traced model (`pinn.derivatives.trace`) is a list of aten operations. Every tensor that
+depends on the points x travels through the Taylor pass as `Terms`:
+
+    value   (*shape)           what the model computes
+    first   (k, *shape)        J v_i for the k directions, or broadcastable to it: (k, 1, w)
+                               while the same for every point
+    second  (rows, *shape)     the carried second-order terms (`pinn.derivatives.orders`), or
+                               None while zero
+
+Tensors that do not depend on x (weights, constants, the points' own masks) stay plain tensors
+and their operations run as they are. A rule is called only when some argument is `Terms`:
+
+    rule(order, *args, **kwargs) -> Terms | Tensor | tuple
+
+with the operation's own arguments, `Terms` where they depend on x. The rules follow from the
+chain rule; with primes for derivatives along the directions:
+
+    linear in one argument (view, select, sum, cat)   J -> op(J)    S -> op(S)
+    elementwise σ (`elementwise`)                      J -> σ' J     S -> σ' S + σ'' J_i J_j
+    bilinear a b (mul, matmul)                         J -> a' b + a b'
+                                                       S -> a'' b + a b'' + a'_i b'_j + a'_j b'_i
+
+`register_taylor_rule(op, rule)` adds a rule for one more operation.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import operator
+from collections.abc import Callable
+from typing import NamedTuple
+
+import torch
+
+from pinn.derivatives.elementwise import Derivatives, derivatives_of, elementwise_rule
+from pinn.derivatives.orders import Order
+
+Tensor = torch.Tensor
+aten = torch.ops.aten
+Rule = Callable[..., object]
+
+
+class Terms(NamedTuple):
+    """A tensor that depends on the points, with its carried derivatives (module docstring)."""
+
+    value: Tensor
+    first: Tensor
+    second: Tensor | None
+
+
+def rule_for(op: object) -> Rule | None:
+    """The Taylor rule of an aten overload (or of its packet), None if there is none."""
+    rule = RULES.get(op)
+    if rule is None and hasattr(op, "overloadpacket"):
+        rule = RULES.get(op.overloadpacket)
+    if rule is None and elementwise_rule(op) is not None:
+        rule = functools.partial(_elementwise, op)
+    return rule
+
+
+def register_taylor_rule(op: object, rule: Rule) -> None:
+    """Teach the Taylor pass one more aten operation.
+
+    Args:
+        op: the operation as it appears in a traced model, e.g. `torch.ops.aten.erfc` (every
+            overload) or `torch.ops.aten.erfc.default` (one). `pinn.derivatives.trace_model`
+            shows which operations a model uses.
+        rule: `rule(order, *args, **kwargs)`, called with the operation's arguments where the
+            ones that depend on the points are `Terms` (value, first, second; see the module
+            docstring), returning the `Terms` of the result. `order.quadratic(first)` and
+            `order.cross(a, b, product)` give the second-order products a rule adds.
+
+    For an elementwise function of one tensor, `register_elementwise` is simpler: it needs only
+    σ, σ' and σ''.
+    """
+    if not callable(rule):
+        raise TypeError(f"rule must be callable, got {type(rule).__name__}")
+    RULES[op] = rule
+
+
+# ---- helpers ------------------------------------------------------------------------------
+
+
+def is_terms(argument: object) -> bool:
+    return isinstance(argument, Terms)
+
+
+def value_of(argument: object) -> object:
+    return argument.value if isinstance(argument, Terms) else argument
+
+
+def _full(rows: Tensor | None, value: Tensor) -> Tensor | None:
+    """Rows (k, ...) broadcast to exactly (k, *value.shape): a view, no copy."""
+    if rows is None:
+        return None
+    rows = rows.reshape(rows.shape[0], *[1] * (value.ndim + 1 - rows.ndim), *rows.shape[1:])
+    return rows.expand(rows.shape[0], *value.shape)
+
+
+def _map_rows(terms: Terms, value: Tensor, apply: Callable[[Tensor], Tensor]) -> Terms:
+    """Terms with `apply` (which maps (rows, *shape) to (rows, *new_shape)) on first and second."""
+    first = apply(_full(terms.first, terms.value))
+    second = None if terms.second is None else apply(_full(terms.second, terms.value))
+    return Terms(value, first, second)
+
+
+def _shift(dim: int) -> int:
+    """A dimension of a value, as a dimension of its (rows, *shape) terms."""
+    return dim + 1 if dim >= 0 else dim
+
+
+def _add_rows(*rows: Tensor | None) -> Tensor | None:
+    present = [r for r in rows if r is not None]
+    if not present:
+        return None
+    return functools.reduce(operator.add, present)
+
+
+def _constant_terms(value: Tensor, like: Terms) -> Terms:
+    """A constant as Terms with zero derivatives, shaped for joining `like`'s rows."""
+    k = like.first.shape[0]
+    return Terms(value, value.new_zeros(k, *value.shape), None)
+
+
+# ---- elementwise functions ----------------------------------------------------------------
+
+
+def chain(local: Derivatives, terms: Terms, order: Order) -> Terms:
+    """The terms of σ(z): value σ, first σ' J, second σ' S + σ'' J_i J_j (S = 0 if None)."""
+    first, second = terms.first, terms.second
+    # As (1, *shape) views: broadcasting a (*shape) factor against (rows, *shape) terms makes
+    # autograd sum its gradient over the leading dimension, a full extra pass.
+    slope, curvature = local.slope[None], local.curvature[None]
+    quadratic = order.quadratic(first)
+    if quadratic is None:
+        new_second = None
+    elif second is None:
+        # S = 0 (the first nonlinear function), and Q is often shared by all points,
+        # (rows, 1, w), so scaling it first is cheap.
+        scaled = quadratic if local.scale == 1 else local.scale * quadratic
+        new_second = slope * (curvature * scaled) if local.relative else curvature * scaled
+    elif local.relative:  # σ'' = scale c σ': σ' (S + scale c Q)
+        new_second = slope * torch.addcmul(second, curvature, quadratic, value=local.scale)
+    else:  # σ'' = scale c: σ' S + scale c Q
+        new_second = torch.addcmul(slope * second, curvature, quadratic, value=local.scale)
+    return Terms(local.value, slope * first, new_second)
+
+
+def _elementwise(op: object, order: Order, z: Terms, *arguments, **options) -> Terms:
+    if any(is_terms(a) for a in (*arguments, *options.values())):
+        raise NotImplementedError(f"{op}: only its first argument may depend on the points")
+    return chain(derivatives_of(op, z.value, arguments, **options), z, order)
+
+
+# ---- sums and products --------------------------------------------------------------------
+
+
+def _add(order: Order, a, b, alpha=1) -> Terms:
+    value = aten.add(value_of(a), value_of(b), alpha=alpha)
+    return _linear_combination(value, [(a, 1), (b, alpha)])
+
+
+def _sub(order: Order, a, b, alpha=1) -> Terms:
+    value = aten.sub(value_of(a), value_of(b), alpha=alpha)
+    return _linear_combination(value, [(a, 1), (b, -alpha)])
+
+
+def _rsub(order: Order, a, b, alpha=1) -> Terms:  # b - alpha a
+    value = aten.rsub(value_of(a), value_of(b), alpha=alpha)
+    return _linear_combination(value, [(a, -alpha), (b, 1)])
+
+
+def _neg(order: Order, a: Terms) -> Terms:
+    return _linear_combination(-a.value, [(a, -1)])
+
+
+def _linear_combination(value: Tensor, parts: list[tuple[object, float]]) -> Terms:
+    """Terms of Σ c a (plus constants) with value `value`: the rows add, scaled by c."""
+
+    def combine(rows: list[tuple[Tensor | None, float]]) -> Tensor | None:
+        scaled = [r if c == 1 else c * r for r, c in rows if r is not None]
+        if not scaled:
+            return None
+        ndim = max(r.ndim for r in scaled)
+        aligned = [r.reshape(r.shape[0], *[1] * (ndim - r.ndim), *r.shape[1:]) for r in scaled]
+        return functools.reduce(operator.add, aligned)
+
+    varying = [(p, c) for p, c in parts if is_terms(p)]
+    first = combine([(p.first, c) for p, c in varying])
+    second = combine([(p.second, c) for p, c in varying])
+    return Terms(value, first, second)
+
+
+def bilinear(product: Callable[[Tensor, Tensor], Tensor], order: Order, a, b) -> Terms:
+    """Terms of product(a, b) for a product linear in each factor (elementwise, matmul)."""
+    va, vb = value_of(a), value_of(b)
+    value = product(va, vb)
+    if not is_terms(b):
+        return Terms(
+            value,
+            product(a.first, vb),
+            None if a.second is None else product(a.second, vb),
+        )
+    if not is_terms(a):
+        return Terms(
+            value,
+            product(va, b.first),
+            None if b.second is None else product(va, b.second),
+        )
+    first = product(a.first, vb) + product(va, b.first)
+    second = _add_rows(
+        None if a.second is None else product(a.second, vb),
+        None if b.second is None else product(va, b.second),
+        order.cross(_full(a.first, va), _full(b.first, vb), product),
+    )
+    return Terms(value, first, second)
+
+
+def _mul(order: Order, a, b) -> Terms:
+    # Lift both factors to the rank of the product, so rows (k, ...) and values broadcast
+    # against each other with the leading axis of the rows kept apart.
+    ndim = max(_rank(a), _rank(b))
+    return bilinear(operator.mul, order, _lifted(a, ndim), _lifted(b, ndim))
+
+
+def _rank(argument: object) -> int:
+    return value_of(argument).ndim if torch.is_tensor(value_of(argument)) else 0
+
+
+def _lifted(argument: object, ndim: int) -> object:
+    """A factor with its value of rank ndim and its rows of rank 1 + ndim (leading 1s added)."""
+    if not torch.is_tensor(value_of(argument)) or _rank(argument) == ndim:
+        return argument
+    if not is_terms(argument):
+        return argument.reshape(*[1] * (ndim - argument.ndim), *argument.shape)
+    value, first, second = argument
+    pad = [1] * (ndim - value.ndim)
+    return Terms(
+        value.reshape(*pad, *value.shape),
+        first.reshape(first.shape[0], *pad, *first.shape[1:]),
+        None if second is None else second.reshape(second.shape[0], *pad, *second.shape[1:]),
+    )
+
+
+def _div(order: Order, a, b) -> Terms:
+    if not is_terms(b):
+        return _mul(order, a, torch.reciprocal(b) if torch.is_tensor(b) else 1 / b)
+    return _mul(order, a, _elementwise(aten.reciprocal.default, order, b))
+
+
+def _matmul(order: Order, a, b) -> Terms:
+    return bilinear(torch.matmul, order, a, b)
+
+
+def _addmm(order: Order, bias, a, b, beta=1, alpha=1) -> Terms:
+    product = _matmul(order, a, b)
+    if alpha != 1:
+        product = _linear_combination(alpha * product.value, [(product, alpha)])
+    value = aten.add(product.value, value_of(bias), alpha=beta)
+    return _linear_combination(value, [(product, 1), (bias, beta)])
+
+
+def _pow_tensor(order: Order, base, exponent) -> Terms:
+    if not is_terms(exponent):
+        return _elementwise(aten.pow.Tensor_Scalar, order, base, exponent)
+    # a^b = exp(b log a), where a > 0
+    log_base = _elementwise(aten.log.default, order, base) if is_terms(base) else torch.log(base)
+    return _elementwise(aten.exp.default, order, _mul(order, exponent, log_base))
+
+
+def _pow_scalar(order: Order, base: float, exponent: Terms) -> Terms:
+    scaled = _mul(order, exponent, math.log(base))
+    return _elementwise(aten.exp.default, order, scaled)
+
+
+def _where(order: Order, condition: Tensor, a, b) -> Terms:
+    value = aten.where(condition, value_of(a), value_of(b))
+
+    def pick(rows_a: Tensor | None, rows_b: Tensor | None) -> Tensor | None:
+        if rows_a is None and rows_b is None:
+            return None
+        zeros = value.new_zeros(())
+        return torch.where(
+            condition,
+            zeros if rows_a is None else _full(rows_a, value),
+            zeros if rows_b is None else _full(rows_b, value),
+        )
+
+    first_a, first_b = (t.first if is_terms(t) else None for t in (a, b))
+    second_a, second_b = (t.second if is_terms(t) else None for t in (a, b))
+    return Terms(value, pick(first_a, first_b), pick(second_a, second_b))
+
+
+def _extremum(compare: Callable[[Tensor, Tensor], Tensor]) -> Rule:
+    def rule(order: Order, a, b) -> Terms:
+        return _where(order, compare(value_of(a), value_of(b)), a, b)
+
+    return rule
+
+
+def _vector_norm(order: Order, x: Terms, ord=2, dim=None, keepdim=False, dtype=None) -> Terms:
+    if ord != 2 or dtype is not None:
+        raise NotImplementedError(f"linalg_vector_norm with ord={ord}, dtype={dtype}")
+    squares = _mul(order, x, x)
+    total = _sum(order, squares, dim, keepdim) if dim is not None else _sum_all(order, squares)
+    return _elementwise(aten.sqrt.default, order, total)
+
+
+def _prod(order: Order, x: Terms, dim: int = 0, keepdim: bool = False, dtype=None) -> Terms:
+    """The product along dim, as a chain of products (no division: exact where factors are 0)."""
+    if dtype is not None:
+        x = _to_copy(order, x, dtype=dtype)
+    factors = _split(torch.unbind, sized=False)(order, x, dim)
+    product = functools.reduce(lambda a, b: _mul(order, a, b), factors)
+    if keepdim:
+        product = RULES[aten.unsqueeze.default](order, product, dim)
+    return product
+
+
+def _prod_all(order: Order, x: Terms, dtype=None) -> Terms:
+    flat = RULES[aten.reshape.default](order, x, [-1])
+    return _prod(order, flat, 0, dtype=dtype)
+
+
+# ---- operations linear in one tensor: the same operation on every row ---------------------
+
+
+def _on_rows(op: Callable[..., Tensor], rows_op: Callable[..., Tensor]) -> Rule:
+    """A rule for an operation linear in its first argument: op on the value, rows_op on rows."""
+
+    def rule(order: Order, x: Terms, *args, **kwargs) -> Terms:
+        _require_constant(op, args, kwargs)
+        value = op(x.value, *args, **kwargs)
+        return _map_rows(x, value, lambda rows: rows_op(rows, *args, **kwargs))
+
+    return rule
+
+
+def _vmapped(op: Callable[..., Tensor]) -> Rule:
+    """`_on_rows` for any operation, by mapping it over the leading axis of the rows."""
+    return _on_rows(
+        op, lambda rows, *args, **kwargs: torch.vmap(lambda r: op(r, *args, **kwargs))(rows)
+    )
+
+
+def _require_constant(op: object, args: tuple, kwargs: dict) -> None:
+    if any(is_terms(a) for a in (*args, *kwargs.values())):
+        raise NotImplementedError(f"{op}: only its first argument may depend on the points")
+
+
+def _sum(order: Order, x: Terms, dim, keepdim=False, dtype=None) -> Terms:
+    dims = [_shift(d) for d in (dim if isinstance(dim, (list, tuple)) else [dim])]
+    value = aten.sum(x.value, dim, keepdim, dtype=dtype)
+    return _map_rows(x, value, lambda rows: rows.sum(dims, keepdim, dtype=dtype))
+
+
+def _sum_all(order: Order, x: Terms, dtype=None) -> Terms:
+    value = aten.sum(x.value, dtype=dtype)
+    return _map_rows(x, value, lambda rows: rows.flatten(1).sum(1, dtype=dtype))
+
+
+def _mean(order: Order, x: Terms, dim, keepdim=False, dtype=None) -> Terms:
+    dims = [_shift(d) for d in dim]
+    value = aten.mean(x.value, dim, keepdim, dtype=dtype)
+    return _map_rows(x, value, lambda rows: rows.mean(dims, keepdim, dtype=dtype))
+
+
+def _join(op: Callable[..., Tensor]) -> Rule:
+    """cat and stack: constants among the tensors join with zero derivatives."""
+
+    def rule(order: Order, tensors: list, dim: int = 0) -> Terms:
+        value = op([value_of(t) for t in tensors], dim)
+        like = next(t for t in tensors if is_terms(t))
+        parts = [t if is_terms(t) else _constant_terms(t, like) for t in tensors]
+        first = op([_full(t.first, t.value) for t in parts], _shift(dim))
+        if all(t.second is None for t in parts):
+            return Terms(value, first, None)
+        rows = next(t.second.shape[0] for t in parts if t.second is not None)
+        seconds = [
+            t.value.new_zeros(rows, *t.value.shape)
+            if t.second is None
+            else _full(t.second, t.value)
+            for t in parts
+        ]
+        return Terms(value, first, op(seconds, _shift(dim)))
+
+    return rule
+
+
+def _split(op: Callable[..., tuple], sized: bool = True) -> Rule:
+    """Operations returning several tensors along a dimension: split (sized) and unbind."""
+
+    def rule(order: Order, x: Terms, *args, **kwargs) -> tuple[Terms, ...]:
+        arguments = dict(zip(("size", "dim") if sized else ("dim",), args)) | kwargs
+        dim = arguments.pop("dim", 0)
+        sizes = [arguments["size"]] if sized else []
+        values = op(x.value, *sizes, dim)
+
+        def split_rows(rows: Tensor | None) -> list:
+            if rows is None:
+                return [None] * len(values)
+            return op(_full(rows, x.value), *sizes, _shift(dim))
+
+        parts = zip(values, split_rows(x.first), split_rows(x.second))
+        return tuple(Terms(v, f, s) for v, f, s in parts)
+
+    return rule
+
+
+def _view(op: Callable[..., Tensor]) -> Rule:
+    # reshape, not view, for the rows: broadcast rows are expanded views, not contiguous.
+    return _on_rows(op, lambda rows, shape: rows.reshape(rows.shape[0], *shape))
+
+
+def _expand(order: Order, x: Terms, size, implicit=False) -> Terms:
+    value = aten.expand(x.value, size)
+    return _map_rows(x, value, lambda rows: rows.expand(rows.shape[0], *value.shape))
+
+
+def _to_copy(order: Order, x: Terms, **kwargs) -> Terms:
+    value = aten._to_copy(x.value, **kwargs)
+    options = {key: kwargs[key] for key in ("dtype", "device") if kwargs.get(key) is not None}
+    return Terms(
+        value,
+        x.first.to(**options),
+        None if x.second is None else x.second.to(**options),
+    )
+
+
+def _identity(order: Order, x: Terms, *args, **kwargs) -> Terms:
+    return x
+
+
+def _constant(op: Callable[..., Tensor]) -> Rule:
+    """Operations whose result has no derivative in x (masks, comparisons, shapes, detach)."""
+
+    def rule(order: Order, *args, **kwargs) -> Tensor:
+        args = [value_of(a) for a in args]
+        kwargs = {key: value_of(v) for key, v in kwargs.items()}
+        return op(*args, **kwargs)
+
+    rule.constant = True  # what it returns does not vary with the points
+    return rule
+
+
+def gives_constant(op: object) -> bool:
+    """Whether the operation's result has no derivative in x, whatever its arguments."""
+    return getattr(rule_for(op), "constant", False)
+
+
+RULES: dict[object, Rule] = {
+    aten.add.Tensor: _add,
+    aten.add.Scalar: _add,
+    aten.sub.Tensor: _sub,
+    aten.sub.Scalar: _sub,
+    aten.rsub.Scalar: _rsub,
+    aten.rsub.Tensor: _rsub,
+    aten.neg.default: _neg,
+    aten.mul.Tensor: _mul,
+    aten.mul.Scalar: _mul,
+    aten.div.Tensor: _div,
+    aten.div.Scalar: _div,
+    aten.mm.default: _matmul,
+    aten.bmm.default: _matmul,
+    aten.matmul.default: _matmul,
+    aten.addmm.default: _addmm,
+    aten.pow.Tensor_Tensor: _pow_tensor,
+    aten.pow.Scalar: _pow_scalar,
+    aten.where.self: _where,
+    aten.maximum.default: _extremum(torch.ge),
+    aten.minimum.default: _extremum(torch.le),
+    aten.linalg_vector_norm.default: _vector_norm,
+    aten.sum.dim_IntList: _sum,
+    aten.sum.default: _sum_all,
+    aten.mean.dim: _mean,
+    aten.prod.dim_int: _prod,
+    aten.prod.default: _prod_all,
+    aten.cat.default: _join(torch.cat),
+    aten.stack.default: _join(torch.stack),
+    aten.split.Tensor: _split(torch.split),
+    aten.split_with_sizes.default: _split(torch.split),
+    aten.unbind.int: _split(torch.unbind, sized=False),
+    aten.select.int: _on_rows(aten.select.int, lambda r, dim, i: r.select(_shift(dim), i)),
+    aten.slice.Tensor: _on_rows(
+        aten.slice.Tensor,
+        lambda r, dim=0, start=None, end=None, step=1: aten.slice.Tensor(
+            r, _shift(dim), start, end, step
+        ),
+    ),
+    aten.unsqueeze.default: _on_rows(aten.unsqueeze, lambda r, dim: r.unsqueeze(_shift(dim))),
+    aten.squeeze.dim: _on_rows(aten.squeeze.dim, lambda r, dim: r.squeeze(_shift(dim))),
+    aten.squeeze.dims: _on_rows(
+        aten.squeeze.dims, lambda r, dims: r.squeeze(tuple(_shift(d) for d in dims))
+    ),
+    aten.transpose.int: _on_rows(
+        aten.transpose.int, lambda r, a, b: r.transpose(_shift(a), _shift(b))
+    ),
+    aten.t.default: _on_rows(aten.t, lambda r: r.transpose(-1, -2) if r.ndim > 2 else r),
+    aten.permute.default: _on_rows(
+        aten.permute, lambda r, dims: r.permute(0, *[_shift(d % (r.ndim - 1)) for d in dims])
+    ),
+    aten.view.default: _view(aten.view),
+    aten._unsafe_view.default: _view(aten._unsafe_view),
+    aten.reshape.default: _view(aten.reshape),
+    aten.expand.default: _expand,
+    aten.clone.default: _on_rows(aten.clone, lambda r, **kwargs: r.clone()),
+    aten.alias.default: _identity,
+    aten._to_copy.default: _to_copy,
+    aten.index.Tensor: _vmapped(aten.index.Tensor),
+    aten.flip.default: _vmapped(aten.flip),
+    aten.roll.default: _vmapped(aten.roll),
+    aten.narrow.default: _vmapped(aten.narrow),
+    aten.repeat.default: _vmapped(aten.repeat),
+    aten.diagonal.default: _vmapped(aten.diagonal),
+    aten.detach.default: _constant(aten.detach),
+    aten.ones_like.default: _constant(aten.ones_like),
+    aten.zeros_like.default: _constant(aten.zeros_like),
+    aten.empty_like.default: _constant(aten.empty_like),
+    aten.full_like.default: _constant(aten.full_like),
+    aten.sign.default: _constant(aten.sign),
+    aten.floor.default: _constant(aten.floor),
+    aten.ceil.default: _constant(aten.ceil),
+    aten.round.default: _constant(aten.round),
+    aten.isnan.default: _constant(aten.isnan),
+    aten.isfinite.default: _constant(aten.isfinite),
+    **{
+        getattr(aten, name): _constant(getattr(aten, name))
+        for name in ("gt", "ge", "lt", "le", "eq", "ne", "logical_and", "logical_or", "logical_not")
+    },
+}

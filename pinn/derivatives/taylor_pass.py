@@ -1,0 +1,262 @@
+"""The forward Taylor pass: trace a model once per shape, then carry its terms op by op.
+
+    traced = trace_model(model, x)          # aten graph, cached per model and shape
+    terms = propagate(traced, model, x, seed, order)
+
+`trace_model` records the model (with a hard constraint, Fourier features, skip connections,
+gates: whatever its forward does with torch operations) as a graph of aten operations with
+`make_fx` on fake tensors, so no arithmetic runs while tracing and a forward whose path depends
+on the values of its points is refused rather than frozen. The weights and buffers are inputs
+of the graph: the same graph serves every training step, and the parameters' gradients flow
+through the pass as through the model.
+
+`propagate` walks that graph with real tensors: operations on the points' terms follow their
+rule (`pinn.derivatives.rules`), everything else (the weights' transposes, constants, masks)
+runs as it is. Only plain differentiable torch operations are used, so a loss built from the
+result backpropagates to the parameters with ordinary first-order autograd.
+"""
+
+from __future__ import annotations
+
+import operator
+import traceback
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import fx, nn
+from torch.fx.experimental.proxy_tensor import make_fx
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from pinn.derivatives.orders import Order
+from pinn.derivatives.rules import Terms, gives_constant, rule_for
+from pinn.errors import PinnError
+
+Tensor = torch.Tensor
+
+
+class TaylorModeUnsupported(PinnError, TypeError):
+    """The model does something the Taylor pass cannot carry; use autograd for it."""
+
+
+@dataclass
+class Traced:
+    """A model's aten graph for one input shape.
+
+    graph: the traced module; its placeholders are the parameters, the buffers, then x.
+    varying: the nodes whose value depends on x (those the pass carries terms for).
+    rules: the Taylor rule of each operation on varying nodes.
+    unsupported: "operation (where)" for each varying operation without a Taylor rule.
+    """
+
+    graph: fx.GraphModule
+    varying: set[fx.Node]
+    rules: dict[fx.Node, Callable]
+    unsupported: list[str]
+
+
+# model -> {input signature: Traced}; weak, so a traced model can still be freed.
+_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def trace_model(model: Callable[[Tensor], Tensor], x: Tensor) -> Traced:
+    """The model's `Traced` graph for points shaped like x (N, d), traced on first use.
+
+    Raises:
+        TaylorModeUnsupported: the model's forward cannot be traced (it reads the values of
+            its points, e.g. in an `if`), naming why.
+    """
+    key = _signature(model, x)
+    per_model = _CACHE.setdefault(model, {}) if _weakly_referable(model) else {}
+    if key not in per_model:
+        per_model[key] = _trace(model, x)
+    return per_model[key]
+
+
+def propagate(traced: Traced, model: Callable, x: Tensor, first: Tensor, order: Order) -> Terms:
+    """The model's terms at the (N, d) points x: value (N, m), first (k, N, m), second.
+
+    first: the seed directions, (k, d) broadcast as (k, 1, d), or (k, N, d) per point.
+    second: (order.rows, N, m), zeros where the model is affine in x.
+    """
+    if traced.unsupported:
+        raise TaylorModeUnsupported(unsupported_message(traced.unsupported))
+    inputs = iter([*_state(model), Terms(x, first, None)])
+    values: dict[fx.Node, object] = {}
+    for node in traced.graph.graph.nodes:
+        if node.op == "placeholder":
+            values[node] = next(inputs)
+        elif node.op == "get_attr":
+            values[node] = getattr(traced.graph, node.target)
+        elif node.op == "call_function":
+            args, kwargs = fx.node.map_arg((node.args, node.kwargs), values.__getitem__)
+            if node in traced.rules:
+                values[node] = traced.rules[node](order, *args, **kwargs)
+            else:
+                values[node] = node.target(*args, **kwargs)
+        elif node.op == "output":
+            output = _single_output(fx.node.map_arg(node.args[0], values.__getitem__))
+    return _output_terms(output, x, first, order)
+
+
+def _single_output(output: object) -> object:
+    """The one output tensor (or its Terms) of a traced model, out of its list or tuple."""
+    while isinstance(output, (list, tuple)) and not isinstance(output, Terms):
+        if len(output) != 1:
+            raise ValueError(f"the model must return one tensor, got {len(output)} outputs")
+        (output,) = output
+    return output
+
+
+def _output_terms(output: object, x: Tensor, first: Tensor, order: Order) -> Terms:
+    if not isinstance(output, Terms):  # the output does not depend on x at all
+        k = first.shape[0]
+        return Terms(
+            output, output.new_zeros(k, *output.shape), output.new_zeros(order.rows, *output.shape)
+        )
+    value, out_first, second = output
+    # Copies where the output is still the points or the seed (a model affine in x).
+    value = value.clone() if value is x else value
+    out_first = out_first.expand(out_first.shape[0], *value.shape)
+    out_first = out_first.clone() if out_first.data_ptr() == first.data_ptr() else out_first
+    if second is None:
+        second = value.new_zeros(order.rows, *value.shape)
+    return Terms(value, out_first, second)
+
+
+# ---- tracing ------------------------------------------------------------------------------
+
+
+def _trace(model: Callable, x: Tensor) -> Traced:
+    probe = x.detach()
+    with torch.no_grad():
+        model(probe[:2])  # fills what a model computes lazily on first call, outside tracing
+    try:
+        graph = make_fx(
+            _functional(model),
+            tracing_mode="fake",
+            _allow_non_fake_inputs=True,
+        )(*_state(model), probe)
+    except Exception as error:  # tracing fails on value-dependent Python (if, .item(), ...)
+        raise TaylorModeUnsupported(
+            f"{_name(model)} could not be traced into torch operations ({type(error).__name__}: "
+            f"{_first_line(error)}); a forward that branches on the values of its points "
+            "(an `if` on a tensor, .item(), .tolist()) cannot run in Taylor mode: use "
+            "torch.where instead, or the autograd engine"
+        ) from None
+    graph.graph.eliminate_dead_code()
+    graph.recompile()
+    varying = _varying_nodes(graph.graph)
+    rules = {  # every operation on the points' terms, those that give constants included
+        node: rule_for(node.target)
+        for node in graph.graph.nodes
+        if node.op == "call_function"
+        and node.target is not operator.getitem
+        and any(a in varying for a in node.all_input_nodes)
+    }
+    missing = [node.target for node, rule in rules.items() if rule is None]
+    where = _locate(model, probe, set(missing)) if missing else {}
+    unsupported = [f"{op}" + (f" ({where[op]})" if op in where else "") for op in missing]
+    return Traced(graph, varying, rules, unsupported)
+
+
+def _functional(model: Callable) -> Callable:
+    """The model as a function of (parameters, buffers, x), the form `make_fx` traces."""
+    if not isinstance(model, nn.Module):
+        return lambda x: model(x)
+    names = _state_names(model)
+
+    def call(*arguments: Tensor) -> Tensor:
+        state = dict(zip(names, arguments[:-1]))
+        return torch.func.functional_call(model, state, (arguments[-1],))
+
+    return call
+
+
+def _state(model: Callable) -> list[Tensor]:
+    """The model's parameters then buffers, in the order of the graph's placeholders."""
+    if not isinstance(model, nn.Module):
+        return []
+    return [*model.parameters(), *model.buffers()]
+
+
+def _state_names(model: nn.Module) -> list[str]:
+    return [name for name, _ in model.named_parameters()] + [
+        name for name, _ in model.named_buffers()
+    ]
+
+
+def _signature(model: Callable, x: Tensor) -> tuple:
+    """What a traced graph depends on besides the weights' values."""
+    shapes = tuple((t.shape, t.dtype, t.device) for t in _state(model))
+    mode = model.training if isinstance(model, nn.Module) else None
+    return (tuple(x.shape), x.dtype, x.device, shapes, mode)
+
+
+def _varying_nodes(graph: fx.Graph) -> set[fx.Node]:
+    placeholders = [node for node in graph.nodes if node.op == "placeholder"]
+    varying = {placeholders[-1]}  # x is the last input
+    for node in graph.nodes:
+        if node.op != "call_function" or gives_constant(node.target):
+            continue
+        if any(a in varying for a in node.all_input_nodes):
+            varying.add(node)
+    return varying
+
+
+class _Locator(TorchDispatchMode):
+    """Notes where (file, line, code) the user's code called each of some aten operations."""
+
+    def __init__(self, ops: set):
+        super().__init__()
+        self.ops, self.where = ops, {}
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func in self.ops and func not in self.where:
+            frames = [f for f in traceback.extract_stack() if "/torch/" not in f.filename]
+            if frames:
+                frame = frames[-2] if frames[-1].filename == __file__ else frames[-1]
+                self.where[func] = f"{frame.filename}:{frame.lineno}: {frame.line}"
+        return func(*args, **(kwargs or {}))
+
+
+def _locate(model: Callable, x: Tensor, ops: set) -> dict:
+    """Where the model calls each of `ops`, by running it once on two of the points."""
+    locator = _Locator(ops)
+    try:
+        with torch.no_grad(), locator:
+            model(x[:2])
+    except Exception:  # only for the message: a model that fails here fails plainly later
+        pass
+    return locator.where
+
+
+def unsupported_message(unsupported: list[str]) -> str:
+    return (
+        f"the Taylor pass has no rule for {unsupported[0]}"
+        + (f" (and {len(unsupported) - 1} more operations)" if len(unsupported) > 1 else "")
+        + "; use the autograd engine (engine=autograd), or register a rule with "
+        "pinn.register_elementwise or pinn.register_taylor_rule"
+    )
+
+
+def _name(model: Callable) -> str:
+    return (
+        type(model).__name__
+        if isinstance(model, nn.Module)
+        else getattr(model, "__name__", "the model")
+    )
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def _weakly_referable(model: object) -> bool:
+    try:
+        weakref.ref(model)
+    except TypeError:
+        return False
+    return True
