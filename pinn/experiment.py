@@ -62,7 +62,7 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
     """
     run_dir = Path(run_dir)
     resume = load_resume(cfg)  # first: a bad checkpoint or config costs nothing
-    dtype, device = _dtype(cfg.dtype), torch.device(cfg.device)
+    dtype, device = _dtype(cfg.dtype), _device(cfg.device)
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
     seed = _seed(cfg.seed)
@@ -219,6 +219,32 @@ def _dtype(name: str) -> torch.dtype:
     if name not in DTYPES:
         raise ConfigError(f"dtype={name!r} is unknown; choose one of {', '.join(DTYPES)}")
     return DTYPES[name]
+
+
+def _device(name: Any) -> torch.device:
+    """The torch device `device=` names, refused in one line if this machine does not have it."""
+    try:
+        device = torch.device(str(name))
+    except RuntimeError:
+        raise ConfigError(
+            f"device={name!r} is not a device torch knows; use cpu, cuda or cuda:N (a GPU), "
+            "or mps (Apple silicon)"
+        ) from None
+    if device.type == "cpu":
+        return device
+    backend = getattr(torch, device.type, None)
+    available = backend is not None and hasattr(backend, "is_available") and backend.is_available()
+    if not available:
+        raise ConfigError(
+            f"device={name!r}: this machine has no {device.type} device "
+            f"(torch.{device.type}.is_available() is False); use device=cpu"
+        )
+    count = backend.device_count() if hasattr(backend, "device_count") else 1
+    if device.index is not None and device.index >= count:
+        raise ConfigError(
+            f"device={name!r}: this machine has {count} {device.type} device(s), numbered from 0"
+        )
+    return device
 
 
 def _seed(value: Any) -> int:

@@ -72,6 +72,13 @@ def test_bad_value_is_refused_with_a_message_not_a_traceback(tmp_path):
     assert not (tmp_path / "checkpoint.pt").exists()
 
 
+def test_a_device_this_machine_lacks_is_refused_in_one_line(tmp_path):
+    result = run_pinn("device=tpu", f"hydra.run.dir={tmp_path}")
+    assert result.returncode == 1
+    assert "device='tpu' is not a device torch knows" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_overrides_run_and_console_summary(tmp_path):
     result = run_pinn(
         *FAST,
