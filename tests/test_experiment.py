@@ -53,7 +53,7 @@ def test_every_problem_config_composes_and_loads(name):
         ("dtype=float16", "dtype", "float32, float64"),
         ("seed=-1", "seed", ">= 0"),
         ("device=tpu", "device='tpu'", "cpu, cuda or cuda:N"),
-        ("device=cuda:7", "device='cuda:7'", "cuda"),  # no GPU here, or fewer than 8
+        ("device=cuda:999", "device='cuda:999'", "cuda"),  # no GPU here, or fewer than 1000
         ("engine=jax", "engine", "auto, taylor, autograd, functorch"),
         ("problem.target=problems.nope.Nope", "problem.target", "problems/"),
         ("+problem.weights.bc=1", "problem.weights", "the terms are ['pde']"),
