@@ -24,6 +24,10 @@ class TrainSettings:
         lbfgs_tolerance: stop L-BFGS after the first iteration that lowers the loss by less
             than this fraction of it (0 = run all `lbfgs_steps`); it also stops when its line
             search finds no lower loss.
+        lbfgs_stall_window, lbfgs_stall_decrease: stop L-BFGS once the last
+            `lbfgs_stall_window` iterations together lowered the loss by less than
+            `lbfgs_stall_decrease` of it: a plateau that would only burn the clock (a window of 0
+            = never).
         resample_every: Adam steps between redraws of the points; 0 draws them once.
         weighting: "fixed" (the weights given to `fit`) or "lra", learning-rate annealing
             (`pinn.weighting`): during Adam, every `weighting_every` steps, the condition and
@@ -42,6 +46,8 @@ class TrainSettings:
     schedule: str = "exponential"
     lbfgs_steps: int = 1000
     lbfgs_tolerance: float = 0.0
+    lbfgs_stall_window: int = 100
+    lbfgs_stall_decrease: float = 1e-3
     resample_every: int = 0
     weighting: str = "fixed"
     weighting_every: int = 100
@@ -51,7 +57,13 @@ class TrainSettings:
     progress: bool = True
 
     def __post_init__(self) -> None:
-        for key in ("steps", "lbfgs_steps", "resample_every", "checkpoint_every"):
+        for key in (
+            "steps",
+            "lbfgs_steps",
+            "lbfgs_stall_window",
+            "resample_every",
+            "checkpoint_every",
+        ):
             require_int(f"trainer.{key}", getattr(self, key), minimum=0)
         require_int("trainer.log_every", self.log_every, minimum=1)
         for key in ("lr", "lr_decay"):
@@ -60,9 +72,10 @@ class TrainSettings:
                 raise ConfigError(f"trainer.{key} must be a number > 0, got {value!r}")
         check_schedule(self.schedule)
         LossWeights({}, self.weighting, self.weighting_every, self.weighting_alpha)  # checks
-        tolerance = self.lbfgs_tolerance
-        if not isinstance(tolerance, (int, float)) or not 0 <= tolerance < 1:
-            raise ConfigError(f"trainer.lbfgs_tolerance must be in [0, 1), got {tolerance!r}")
+        for key in ("lbfgs_tolerance", "lbfgs_stall_decrease"):
+            fraction = getattr(self, key)
+            if not isinstance(fraction, (int, float)) or not 0 <= fraction < 1:
+                raise ConfigError(f"trainer.{key} must be in [0, 1), got {fraction!r}")
 
 
 # What may differ between a run and its resumption: neither changes a single number.

@@ -37,7 +37,7 @@ from pinn.derivatives.engines import Engine
 from pinn.errors import ConfigError, TrainingDiverged
 from pinn.geometry import Batch, PointSampler, residual_magnitude
 from pinn.history import HistoryCSV
-from pinn.lbfgs import IterationLBFGS
+from pinn.lbfgs import LBFGS
 from pinn.loss import loss_terms
 from pinn.problem import Problem
 from pinn.schedules import adam_schedule
@@ -227,22 +227,18 @@ class _Run:
         # each iteration, with the loss of its parameters (no extra evaluation: `pinn.lbfgs`).
         every = self.settings.log_every
         chunk = min(every, total)
-        optimizer = IterationLBFGS(
+        optimizer = LBFGS(
             self.parameters,
-            lr=1.0,
-            max_iter=chunk,
-            max_eval=3 * chunk,
             history_size=50,
-            line_search_fn="strong_wolfe",
-            tolerance_grad=0.0,
-            tolerance_change=0.0,
+            stall_window=self.settings.lbfgs_stall_window,
+            stall_decrease=self.settings.lbfgs_stall_decrease,
         )
         if self.resumed.get("phase") == "lbfgs":  # directions, step sizes, last gradient, ...
             optimizer.load_state_dict(self.resumed["optimizer"])
         self.optimizer, self.scheduler = optimizer, None
 
         def closure() -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-            optimizer.zero_grad(set_to_none=True)
+            optimizer.zero_grad()
             terms, loss = self._loss(self.batch, phase="lbfgs")
             loss.backward()
             return loss, {name: value.detach() for name, value in terms.items()}
@@ -350,7 +346,7 @@ class _Run:
         model: the parameters at the start of step `step` (Adam), or after `step` steps
         (L-BFGS, final); loss: theirs; history: the rows logged before this state. training:
         phase ("adam", "lbfgs" or "done"); optimizer (Adam's moments and step counts, or
-        L-BFGS's directions, step, last gradient and counters) and scheduler (the decaying
+        L-BFGS's curvature memory and counters) and scheduler (the decaying
         rate, Adam only); sampler (generator state before the current batch was drawn, and that
         batch, and refinement state); engine (its plans); weights (the loss weights this step
         started with); settings (to check a resumption against); time_s.

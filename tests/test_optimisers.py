@@ -1,4 +1,5 @@
-"""Adam's learning-rate schedules, and L-BFGS: a history row per iteration, tolerance, float32."""
+"""Adam's learning-rate schedules, and L-BFGS: against torch's, a history row per iteration,
+its stop rules, float32."""
 
 import math
 
@@ -8,7 +9,11 @@ from test_trainer import small_run
 
 import pinn.trainer
 from pinn import ConfigError, TrainSettings, loss_terms, weighted_sum
-from pinn.lbfgs import STALLED, TOLERANCE, IterationLBFGS
+from pinn.derivatives.engines import Engine
+from pinn.geometry import PointSampler
+from pinn.lbfgs import LBFGS, STALLED, TOLERANCE, plateau_reason
+from pinn.models import MLP
+from problems.poisson import Poisson
 
 
 def adam_rates(**settings):
@@ -39,6 +44,10 @@ def test_bad_schedule_and_tolerance_are_refused():
     for tolerance in (-1e-3, 1.0, math.nan, "small"):
         with pytest.raises(ConfigError, match="trainer.lbfgs_tolerance"):
             TrainSettings(lbfgs_tolerance=tolerance)
+        with pytest.raises(ConfigError, match="trainer.lbfgs_stall_decrease"):
+            TrainSettings(lbfgs_stall_decrease=tolerance)
+    with pytest.raises(ConfigError, match="trainer.lbfgs_stall_window"):
+        TrainSettings(lbfgs_stall_window=-1)
 
 
 @pytest.fixture
@@ -101,59 +110,115 @@ def test_float32_lbfgs_runs_its_iterations(lbfgs_points, capsys):
     assert rows[-1]["loss"] < 0.2 * result.history[0]["loss"]
 
 
-def regression():
-    """A tiny float64 least-squares fit, and a closure counting its evaluations."""
-    generator = torch.Generator().manual_seed(0)
-    x = torch.rand(32, 1, generator=generator, dtype=torch.float64)
-    model = torch.nn.Sequential(torch.nn.Linear(1, 6), torch.nn.Tanh(), torch.nn.Linear(6, 1))
-    with torch.no_grad():
-        for p in model.parameters():
-            p.copy_(torch.randn(p.shape, generator=generator))
-    model = model.double()
-    calls = [0]
+def rosenbrock(dtype=torch.float64):
+    """Rosenbrock's function from its classic start (-1.2, 1): (x, closure)."""
+    x = torch.tensor([-1.2, 1.0], dtype=dtype, requires_grad=True)
 
     def closure():
-        calls[0] += 1
-        model.zero_grad(set_to_none=True)
-        loss = ((model(x)[:, 0] - torch.sin(3 * x[:, 0])) ** 2).mean()
+        x.grad = None
+        loss = 100 * (x[1] - x[0] ** 2) ** 2 + (1 - x[0]) ** 2
         loss.backward()
         return loss
 
-    return model, closure, calls
+    return x, closure
 
 
-OPTIONS = dict(lr=1.0, max_eval=300, history_size=50, line_search_fn="strong_wolfe")
-TOLERANCES = dict(tolerance_grad=0.0, tolerance_change=0.0)
+TORCH_OPTIONS = dict(lr=1.0, history_size=50, line_search_fn="strong_wolfe")
+NO_TOLERANCES = dict(tolerance_grad=0.0, tolerance_change=0.0)
 
 
-def test_iterations_match_torch_stepped_one_at_a_time_with_one_evaluation_less_each():
-    # Reference: torch's L-BFGS stepped one iteration per call, which re-evaluates the start.
-    model, closure, reference_calls = regression()
-    optimizer = torch.optim.LBFGS(model.parameters(), max_iter=1, **OPTIONS, **TOLERANCES)
-    reference = []
-    for _ in range(15):
-        optimizer.step(closure)
-        with torch.enable_grad():
-            reference.append(
-                (closure().item(), torch.cat([p.flatten() for p in model.parameters()]))
-            )
-    reference_calls[0] -= 15  # the recomputations just above
+def run_torch(params, closure, iterations):
+    """torch.optim.LBFGS for `iterations` iterations: its (iterations, evaluations) done."""
+    optimizer = torch.optim.LBFGS(
+        params, max_iter=iterations, max_eval=10 * iterations, **TORCH_OPTIONS, **NO_TOLERANCES
+    )
+    optimizer.step(closure)
+    state = optimizer.state[params[0]]
+    return state["n_iter"], state["func_evals"]
 
-    model, closure, calls = regression()
-    optimizer = IterationLBFGS(model.parameters(), **OPTIONS, **TOLERANCES)
-    seen = []
 
-    def record(loss, info):
-        seen.append((loss.item(), torch.cat([p.detach().flatten() for p in model.parameters()])))
+def run_pinn(params, closure, iterations, **options):
+    """pinn's LBFGS: (losses reported, why it stopped, the optimiser)."""
+    optimizer = LBFGS(params, **options)
+    losses = []
+    done, why = optimizer.iterate(
+        lambda: (closure(), None), iterations, lambda loss, info: losses.append(loss.item())
+    )
+    assert done == len(losses)
+    return losses, why, optimizer
 
-    for _ in range(3):  # chunks of 5
-        assert optimizer.iterate(lambda: (closure(), None), 5, record) == (5, None)
-    assert len(seen) == 15
-    for i, ((loss, params), (ref_loss, ref_params)) in enumerate(zip(seen, reference)):
-        assert torch.equal(params, ref_params), i
-        assert loss == ref_loss, i
-    assert calls[0] == reference_calls[0] - 15 + 3  # one start evaluation per chunk
-    assert optimizer.state[optimizer._params[0]]["n_iter"] == 15
+
+def test_rosenbrock_solved_like_torch():
+    x, closure = rosenbrock()
+    torch_iterations, torch_evaluations = run_torch([x], closure, 200)
+    assert torch.allclose(x.detach(), torch.ones(2, dtype=torch.float64), atol=1e-10)
+
+    x, closure = rosenbrock()
+    losses, why, optimizer = run_pinn([x], closure, 200)
+    assert torch.allclose(x.detach(), torch.ones(2, dtype=torch.float64), atol=1e-10)
+    assert losses[-1] < 1e-20 and all(b <= a for a, b in zip(losses, losses[1:]))
+    # At the exact minimum (zero gradient) or one rounding step from it, it stops by itself.
+    assert why == STALLED and len(losses) < 200
+    # The same algorithm: about as many iterations and evaluations as torch's.
+    assert abs(len(losses) - torch_iterations) <= 0.25 * torch_iterations
+    assert optimizer.evaluations <= 1.25 * torch_evaluations + 1
+
+
+def pinn_loss(scale):
+    """A small Poisson PINN loss times `scale` (float64): (parameters, closure)."""
+    problem = Poisson(hard_boundary=False)
+    generator = torch.Generator().manual_seed(0)
+    box = dict(lower=problem.domain.lower, upper=problem.domain.upper)
+    model = MLP(2, 1, width=12, depth=2, generator=generator, **box).double()
+    points = PointSampler(problem.domain, 128, 64, "sobol", generator, dtype=torch.float64)
+    batch = points.draw()
+    engine = Engine("autograd", model, announce=False)
+    params = list(model.parameters())
+
+    def closure():
+        for p in params:
+            p.grad = None
+        loss = scale * weighted_sum(loss_terms(problem, model, batch, engine), {})
+        loss.backward()
+        return loss
+
+    return params, closure
+
+
+def test_pinn_loss_like_torch_and_scale_free_unlike_torch():
+    # On a PINN loss of ordinary size both get as far in 150 iterations.
+    params, closure = pinn_loss(1.0)
+    start = closure().item()
+    run_torch(params, closure, 150)
+    torch_loss = closure().item()
+    params, closure = pinn_loss(1.0)
+    losses, _, _ = run_pinn(params, closure, 150)
+    assert losses[-1] < 1e-3 * start and torch_loss < 1e-3 * start
+    assert 0.2 < losses[-1] / torch_loss < 5
+
+    # The same loss times 1e-9: the steps are the same, the curvature pairs (s, y) a billion
+    # times smaller. pinn's memory judges a pair against its own scale and gets as far as
+    # before; torch's asks y·s > 1e-10, keeps no pair and crawls along the gradient.
+    params, closure = pinn_loss(1e-9)
+    scaled, _, _ = run_pinn(params, closure, 150)
+    assert scaled[-1] / (1e-9 * start) < 1e-3
+    params, closure = pinn_loss(1e-9)
+    run_torch(params, closure, 150)
+    assert closure().item() / (1e-9 * start) > 10 * scaled[-1] / (1e-9 * start)
+
+
+def test_plateau_rule_stops_once_a_window_of_iterations_gains_too_little(lbfgs_points, capsys):
+    settings = dict(steps=10, lbfgs_steps=400, log_every=50)
+    rule = dict(lbfgs_stall_window=20, lbfgs_stall_decrease=0.05)
+    model, result = small_run(**settings, **rule)
+    rows = check_rows(model, result, lbfgs_points)
+    losses = [row["loss"] for row in rows]
+    assert 20 < len(losses) < 400
+    said = capsys.readouterr().out
+    assert f"L-BFGS stopped after {len(losses)} iterations: {plateau_reason(20, 0.05)}." in said
+    # It stopped at the first iteration whose window of 20 gained less than 5 %.
+    gains = [(losses[i - 20] - losses[i]) / losses[i - 20] for i in range(20, len(losses))]
+    assert gains[-1] < 0.05 and min(gains[:-1]) >= 0.05
 
 
 def quadratic(lying=False):
@@ -168,19 +233,31 @@ def quadratic(lying=False):
             x.grad.neg_()
         return loss, None
 
-    return x, closure, IterationLBFGS([x], **OPTIONS, **TOLERANCES)
+    return x, closure, LBFGS([x])
 
 
 def test_a_zero_gradient_or_a_failed_line_search_stops_with_a_reason():
     x, closure, optimizer = quadratic()
     losses = []
-    assert optimizer.iterate(closure, 50, lambda loss, info: losses.append(loss.item())) == (
-        1,
-        None,
-    )
-    assert x.item() == 1.0 and losses == [0.0]  # torch stops a chunk at a zero gradient
-    assert optimizer.iterate(closure, 50, lambda loss, info: None) == (0, STALLED)
+    done, why = optimizer.iterate(closure, 50, lambda loss, info: losses.append(loss.item()))
+    assert (done, why) == (1, STALLED)  # x = 1 exactly after one step: the gradient is zero
+    assert x.item() == 1.0 and losses == [0.0]
 
     x, closure, optimizer = quadratic(lying=True)  # every step it tries goes uphill
     assert optimizer.iterate(closure, 50, lambda loss, info: None) == (0, STALLED)
-    assert x.item() == 0.0 and optimizer.state[x]["n_iter"] == 0  # not counted
+    assert x.item() == 0.0 and optimizer.iterations == 0  # not counted, not moved
+
+
+def test_chunks_continue_exactly_through_the_state_dict():
+    # One run of 30 iterations against chunks of 10, each a fresh optimiser given the state.
+    params, closure = pinn_loss(1.0)
+    whole, _, _ = run_pinn(params, closure, 30)
+    params, closure = pinn_loss(1.0)
+    chunked, state = [], None
+    for _ in range(3):
+        optimizer = LBFGS(params)
+        if state is not None:
+            optimizer.load_state_dict(state)
+        optimizer.iterate(lambda: (closure(), None), 10, lambda x, _: chunked.append(x.item()))
+        state = optimizer.state_dict()
+    assert chunked == whole and state["iterations"] == 30
