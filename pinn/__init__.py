@@ -17,7 +17,7 @@ from pinn.derivatives import (
 )
 from pinn.derivatives.engines import ENGINES, Engine
 from pinn.derivatives.field import Field
-from pinn.derivatives.stochastic import stochastic_laplacian
+from pinn.derivatives.stochastic import LaplacianEstimator, stochastic_laplacian
 from pinn.derivatives.taylor import (
     TaylorModeUnsupported,
     taylor_forward,
@@ -118,6 +118,7 @@ __all__ = [
     "residual_magnitude",
     "save_checkpoint",
     "stochastic_laplacian",
+    "LaplacianEstimator",
     "taylor_forward",
     "taylor_hessian",
     "taylor_hessian_diag",

@@ -20,6 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from pinn.checkpoint import CHECKPOINT_NAME
 from pinn.constraints import constrain
+from pinn.derivatives.stochastic import LaplacianEstimator
 from pinn.errors import ConfigError
 from pinn.geometry import PointSampler, Refinement
 from pinn.history import HISTORY_NAME, HistoryCSV
@@ -81,6 +82,7 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
         device,
         refinement=Refinement(**OmegaConf.to_container(cfg.refinement)),
     )
+    estimator = laplacian_estimator(cfg.laplacian, seed, device)
     validator = Validator(problem, dtype=dtype, device=device) if can_validate(problem) else None
     resolved = OmegaConf.to_container(cfg, resolve=True)
 
@@ -101,6 +103,7 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
         engine=cfg.engine,
         resume_from=resume,
         history_path=run_dir / HISTORY_NAME,
+        estimator=estimator,
     )
     # Training time over every invocation of the run (what a resumed one did before, too).
     wall_time = time.perf_counter() - started + (resume["training"]["time_s"] if resume else 0)
@@ -213,6 +216,20 @@ def write_prediction(
     arrays = {"points": points, "predicted": predict(model, points), **arrays}
     numpy_arrays = {name: value.detach().cpu().double().numpy() for name, value in arrays.items()}
     np.savez(path, **numpy_arrays)
+
+
+def laplacian_estimator(
+    laplacian_cfg: DictConfig, seed: int, device: torch.device
+) -> LaplacianEstimator | None:
+    """The `laplacian:` block as an estimator (None for the exact Laplacian); its generator,
+    on `device`, is seeded from `seed` apart from the network's and the sampler's."""
+    method = laplacian_cfg.method
+    if method == "exact":
+        return None
+    if method != "stochastic":
+        raise ConfigError(f"laplacian.method={method!r} is unknown; choose exact or stochastic")
+    generator = torch.Generator(device=device).manual_seed(seed + 2)
+    return LaplacianEstimator(laplacian_cfg.samples, laplacian_cfg.estimator, generator)
 
 
 def _dtype(name: str) -> torch.dtype:

@@ -34,6 +34,7 @@ from tqdm.auto import tqdm
 from pinn.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from pinn.derivatives import check_pointwise
 from pinn.derivatives.engines import Engine
+from pinn.derivatives.stochastic import LaplacianEstimator
 from pinn.errors import ConfigError, TrainingDiverged
 from pinn.geometry import Batch, PointSampler, residual_magnitude
 from pinn.history import HistoryCSV
@@ -71,6 +72,7 @@ def fit(
     engine: str = "auto",
     resume_from: Mapping[str, Any] | str | Path | None = None,
     history_path: str | Path | None = None,
+    estimator: LaplacianEstimator | None = None,
 ) -> FitResult:
     """Train `model` on `problem` in place: Adam for `settings.steps`, then L-BFGS.
 
@@ -88,6 +90,9 @@ def fit(
             finished run's checkpoint only restores the final model and returns its result.
         history_path: where to write history.csv as the run goes (a row at each log step,
             the rows before a resumed state included); None writes nothing.
+        estimator: estimate every residual's `u.laplacian()` from random directions
+            (`LaplacianEstimator`) instead of computing it exactly. The loss is then random, so
+            L-BFGS (which needs a deterministic loss) is refused: Adam only.
 
     A problem that declares unknowns trains them too: those attached to it (by
     `problem.attach_unknowns` or an earlier fit), or else fresh ones at their declared guesses
@@ -97,6 +102,14 @@ def fit(
         TrainingDiverged: the loss became NaN or inf; the last good checkpoint is kept.
         CheckpointError, ConfigError: `resume_from` is unreadable or from another kind of run.
     """
+    if estimator is not None:
+        estimator.check_dimension(len(problem.inputs))
+        if settings.lbfgs_steps:
+            raise ConfigError(
+                "a stochastic Laplacian makes the loss random, and L-BFGS's line search needs "
+                "a deterministic one: set trainer.lbfgs_steps=0 (Adam only), or "
+                "laplacian.method=exact"
+            )
     run = _Run(
         problem,
         model,
@@ -109,7 +122,7 @@ def fit(
         validator,
         checkpoint_path,
         dict(checkpoint_extra or {}),
-        Engine(engine, model, _probe(problem, model, points)),
+        Engine(engine, model, _probe(problem, model, points), estimator=estimator),
         HistoryCSV(history_path) if history_path is not None else None,
     )
     if resume_from is not None:
@@ -154,7 +167,9 @@ class _Run:
         self.optimizer: torch.optim.Optimizer | None = None
         self.scheduler: torch.optim.lr_scheduler.LRScheduler | None = None
         self.resumed: dict[str, Any] = {}  # the saved training state, when resuming
-        self._weights_at_start: dict[str, Any] = weights.state_dict()  # of this Adam step
+        # Of this Adam step: a checkpoint at its start redoes it on resume.
+        self._weights_at_start: dict[str, Any] = weights.state_dict()
+        self._engine_at_start: dict[str, Any] | None = None
         self._last_saved: int | None = None
         self.started = time.perf_counter()
 
@@ -266,6 +281,8 @@ class _Run:
         self, batch: Batch, phase: str, step: int | None = None
     ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
         """The terms and the weighted loss; at an Adam `step` the adaptive weights may move."""
+        if step is not None:  # the estimator's generator, before this step draws from it
+            self._engine_at_start = self.engine.state_dict() if self.engine.decided else None
         terms = loss_terms(self.problem, self.model, batch, self.engine)
         if step is not None:
             # A checkpoint of this step holds the weights it started with: resuming redoes
@@ -363,7 +380,11 @@ class _Run:
                 "optimizer": self.optimizer.state_dict() if self.optimizer else None,
                 "scheduler": self.scheduler.state_dict() if self.scheduler else None,
                 "sampler": self.points.state_dict(),
-                "engine": self.engine.state_dict(),
+                "engine": (
+                    self._engine_at_start
+                    if self.phase == "adam" and self._engine_at_start is not None
+                    else self.engine.state_dict()
+                ),
                 "weights": (
                     self._weights_at_start if self.phase == "adam" else self.weights.state_dict()
                 ),

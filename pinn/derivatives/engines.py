@@ -14,14 +14,19 @@ Taylor field falls back to autograd for it.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
 
 from pinn.derivatives.field import Field, Model, Requests
 from pinn.derivatives.taylor import taylor_forward, taylor_supported
 from pinn.errors import ConfigError
+
+if TYPE_CHECKING:  # the estimator module builds on the public functions, which build on this
+    from pinn.derivatives.stochastic import LaplacianEstimator
 
 ENGINES = ("auto", "taylor", "autograd", "functorch")
 log = logging.getLogger("pinn")
@@ -61,13 +66,26 @@ class TaylorField(Field):
         Other arguments as for `Field`; `f` must satisfy `taylor_supported`.
     """
 
-    def __init__(self, f, x, input_names=None, output_names=None, plan: Requests | None = None):
+    def __init__(
+        self,
+        f,
+        x,
+        input_names=None,
+        output_names=None,
+        plan: Requests | None = None,
+        estimator=None,
+    ):
         self.plan = plan or Requests()
         self._autograd: Field | None = None  # made on the first request the plan missed
-        super().__init__(f, x, input_names, output_names)
+        super().__init__(f, x, input_names, output_names, estimator)
 
     def _evaluate(self) -> torch.Tensor:
         plan, dim = self.plan, self.x.shape[1]
+        estimating = self.estimator is not None and plan.laplacian
+        if estimating and not (plan.diagonal or plan.mixed):
+            return self._estimating_pass(sorted(plan.first))
+        if estimating:  # the exact second derivatives asked for here; the estimate on its own
+            plan = dataclasses.replace(plan, laplacian=False)
         inputs = set(plan.first) | set(plan.diagonal) | {i for pair in plan.mixed for i in pair}
         if plan.laplacian:
             inputs |= set(range(dim))
@@ -102,6 +120,34 @@ class TaylorField(Field):
                 {(k, i, j): jet.second[:, k, a, b] for k in outputs for a, i, b, j in pairs}
             )
         return jet.value
+
+    def _estimating_pass(self, first: list[int]) -> torch.Tensor:
+        """One pass carrying the unit directions of the first derivatives asked for and the
+        estimator's random directions, collapsed with weights 0 (units) and the estimator's
+        scale (random ones): the first derivatives and the Laplacian estimate together."""
+        random, scale = self._directions()
+        n_points, dim = self.x.shape
+        if random.is_floating_point():
+            units = torch.eye(dim, dtype=random.dtype, device=random.device)[first]
+            directions = torch.cat([units.expand(n_points, -1, -1), random], dim=1)
+        else:
+            units = torch.tensor(first, dtype=random.dtype, device=random.device)
+            directions = torch.cat([units.expand(n_points, -1), random], dim=1)
+        weights = [0.0] * len(first) + [scale] * random.shape[1]
+        weights = torch.tensor(weights, dtype=self.x.dtype, device=self.x.device)
+        jet = taylor_forward(self.f, self.x.detach(), directions, "collapsed", weights=weights)
+        for k in range(jet.value.shape[1]):
+            self._laplacians[k] = jet.second[:, k]
+            for a, i in enumerate(first):
+                self._first[(k, i)] = jet.first[:, k, a]
+        return jet.value
+
+    def _estimated_laplacian(self, k: int) -> torch.Tensor:
+        # Only when the pass carried exact second derivatives: the estimate in a pass of its own.
+        random, scale = self._directions()
+        second = taylor_forward(self.f, self.x.detach(), random, "collapsed").second
+        self._laplacians.update({out: scale * second[:, out] for out in range(second.shape[1])})
+        return self._laplacians[k]
 
     # What the plan missed comes from an autograd field at the same points: the Taylor
     # outputs are not differentiable in x, so they cannot be differentiated further.
@@ -181,6 +227,8 @@ class Engine:
         model: the network the fields evaluate.
         probe: a few (n, d) points to trace the model at (see `resolve_engine`).
         announce: log once which engine runs and why.
+        estimator: when given, every field estimates `laplacian()` with it (not on
+            "functorch", the full-Hessian baseline).
     """
 
     def __init__(
@@ -189,10 +237,16 @@ class Engine:
         model: Model,
         probe: torch.Tensor | None = None,
         announce: bool = True,
+        estimator: LaplacianEstimator | None = None,
     ):
         if name not in ENGINES:
             raise ConfigError(f"engine={name!r} is unknown; choose one of {', '.join(ENGINES)}")
-        self.model = model
+        if estimator is not None and name == "functorch":
+            raise ConfigError(
+                "engine=functorch builds full Hessians, the baseline; a stochastic Laplacian "
+                "(laplacian.method=stochastic) runs on engine=auto, taylor or autograd"
+            )
+        self.model, self.estimator = model, estimator
         self.requested, self.announce = name, announce
         if probe is None and name == "auto":
             self._name: str | None = None  # decided at the first field, on its points
@@ -200,6 +254,11 @@ class Engine:
             self._resolve(probe)
         self._recorders: dict[str, Field] = {}
         self._plans: dict[str, Requests] = {}
+
+    @property
+    def decided(self) -> bool:
+        """Whether the engine that runs is known (auto without probe points decides late)."""
+        return self._name is not None
 
     @property
     def name(self) -> str:
@@ -219,28 +278,35 @@ class Engine:
         """A field at the (N, d) points x; `site` names the residual it serves, for planning."""
         if self._name is None:
             self._resolve(x[:2].detach())
+        estimator = self.estimator
         if self.name == "autograd":
-            return Field(self.model, x, inputs, outputs)
+            return Field(self.model, x, inputs, outputs, estimator)
         if self.name == "functorch":
             return FunctorchField(self.model, x, inputs, outputs)
         if site in self._recorders:
             self._plans[site] = self._recorders.pop(site).requests
         if site in self._plans and self._plans[site].expression:
-            return Field(self.model, x, inputs, outputs)  # derivatives of expressions: autograd
+            return Field(self.model, x, inputs, outputs, estimator)  # expressions: autograd
         if site in self._plans:
-            return TaylorField(self.model, x, inputs, outputs, plan=self._plans[site])
-        recorder = Field(self.model, x, inputs, outputs)  # learns what the residual asks for
+            plan = self._plans[site]
+            return TaylorField(self.model, x, inputs, outputs, plan=plan, estimator=estimator)
+        recorder = Field(self.model, x, inputs, outputs, estimator)  # learns what is asked
         self._recorders[site] = recorder
         return recorder
 
     def state_dict(self) -> dict:
-        """The engine that runs and its plan per site, as plain lists: {"name", "plans"}.
+        """The engine that runs, its plan per site as plain lists, and the estimator's state
+        (None without one): {"name", "plans", "estimator"}.
 
         A resumed run needs the plans: re-recording would run one step on autograd where the
         interrupted run ran Taylor, and change the last bits of everything after it.
         """
         plans = {**self._plans, **{site: f.requests for site, f in self._recorders.items()}}
-        return {"name": self.name, "plans": {site: _plan_state(p) for site, p in plans.items()}}
+        return {
+            "name": self.name,
+            "plans": {site: _plan_state(p) for site, p in plans.items()},
+            "estimator": None if self.estimator is None else self.estimator.state_dict(),
+        }
 
     def load_state_dict(self, state: dict) -> None:
         """Continue with the plans of `state` (from `state_dict`) instead of recording anew."""
@@ -251,6 +317,17 @@ class Engine:
                 f"the checkpoint was trained with the {state['name']} engine, this run would "
                 f"use {self.name}; resume with engine={state['name']}"
             )
+        saved = state.get("estimator")  # absent in checkpoints written before estimators
+        if (saved is None) != (self.estimator is None):
+            raise ConfigError(
+                "the checkpoint was trained with "
+                + ("an estimated" if saved is not None else "the exact")
+                + " Laplacian and this run would use "
+                + ("an estimated" if self.estimator is not None else "the exact")
+                + " one: resume with the saved laplacian settings"
+            )
+        if saved is not None:
+            self.estimator.load_state_dict(saved)
         self._recorders.clear()
         self._plans = {site: _plan_from_state(p) for site, p in state["plans"].items()}
 

@@ -21,10 +21,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import torch
 
 Model = Callable[[torch.Tensor], torch.Tensor]
+
+
+class LaplacianDraws(Protocol):
+    """What a field needs of a stochastic Laplacian estimator (`LaplacianEstimator`)."""
+
+    def draw(self, x: torch.Tensor) -> tuple[torch.Tensor, float]:
+        """Random directions for the (N, d) points x and the factor that unbiases their sum."""
 
 
 @dataclass
@@ -53,6 +61,9 @@ class Field:
         input_names: d names for the input coordinates, so `d("x")` can be asked by name.
         output_names: m names for the outputs, so `u("v")` can be asked by name.
 
+        estimator: when given, `laplacian()` is its unbiased estimate from random directions
+            (`pinn.derivatives.stochastic.LaplacianEstimator`), drawn once per field.
+
     Every method returns one output component as an (N,) or (N, d[, d]) tensor. With a single
     output `out` may be left out; with several, name it (or give its index).
     """
@@ -63,12 +74,15 @@ class Field:
         x: torch.Tensor,
         input_names: Sequence[str] | None = None,
         output_names: Sequence[str] | None = None,
+        estimator: LaplacianDraws | None = None,
     ):
         if x.ndim != 2:
             raise ValueError(f"points must have shape (N, d), got {tuple(x.shape)}")
         self.f = f
         self.x = x.detach().requires_grad_(True)
         self.requests = Requests()
+        self.estimator = estimator
+        self._drawn: tuple[torch.Tensor, float] | None = None  # the estimator's directions
         # Caches, filled by whichever computation gets there first (`_evaluate` may fill some).
         self._first: dict[tuple[int, int], torch.Tensor] = {}  # (out, i) -> (N,)
         self._second: dict[tuple[int, int, int], torch.Tensor] = {}  # (out, i <= j) -> (N,)
@@ -118,11 +132,15 @@ class Field:
         return self._diagonal(k)
 
     def laplacian(self, out: str | int | None = None) -> torch.Tensor:
-        """(N,) Laplacian of one output, from the diagonal alone."""
+        """(N,) Laplacian of one output, from the diagonal alone; with an estimator, its
+        unbiased estimate from the estimator's random directions."""
         k = self._output(out)
         self.requests.laplacian = True
         if k not in self._laplacians:
-            self._laplacians[k] = self._diagonal(k).sum(dim=1)
+            if self.estimator is None:
+                self._laplacians[k] = self._diagonal(k).sum(dim=1)
+            else:
+                self._laplacians[k] = self._estimated_laplacian(k)
         return self._laplacians[k]
 
     def hessian(self, out: str | int | None = None) -> torch.Tensor:
@@ -194,6 +212,17 @@ class Field:
                 self._second.setdefault((k, min(i, other), max(i, other)), row[:, other])
         return self._second[key]
 
+    def _estimated_laplacian(self, k: int) -> torch.Tensor:
+        directions, scale = self._directions()
+        gradient = torch.stack([self._first_derivative(k, i) for i in range(self.dim)], dim=1)
+        return scale * quadratic_forms_sum(gradient, self.x, directions)
+
+    def _directions(self) -> tuple[torch.Tensor, float]:
+        """The estimator's directions for these points, drawn on first use, then kept."""
+        if self._drawn is None:
+            self._drawn = self.estimator.draw(self.x)
+        return self._drawn
+
     def _diagonal(self, k: int) -> torch.Tensor:
         """(N, d) d²u_k/dx_j² for every j, one backward each, holding only the diagonal."""
         keep_rows = self.dim <= 8  # small d: rows are cheap and serve later mixed requests
@@ -221,6 +250,27 @@ def _backward(y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         return torch.zeros_like(x)
     (grad,) = torch.autograd.grad(y.sum(), x, create_graph=True, allow_unused=True)
     return torch.zeros_like(x) if grad is None else grad
+
+
+def quadratic_forms_sum(
+    gradient: torch.Tensor, x: torch.Tensor, directions: torch.Tensor
+) -> torch.Tensor:
+    """(N,) Σ_i v_i^T H v_i per point, from the (N, d) gradient of a pointwise function at x
+    (built with create_graph=True): by the batch sum trick, one backward of Σ_n ∇u(x_n)·v_n
+    gives every point's H v_n, one pass per direction.
+
+    directions: (N, s, d) floats, or (N, s) input indices standing for unit vectors.
+    """
+    total = torch.zeros_like(gradient[:, 0])
+    for v in directions.unbind(dim=1):
+        if v.is_floating_point():
+            hessian_v = _backward((gradient * v).sum(dim=1), x)
+            total = total + (hessian_v * v).sum(dim=1)
+        else:
+            column = v[:, None]
+            hessian_v = _backward(gradient.gather(1, column)[:, 0], x)
+            total = total + hessian_v.gather(1, column)[:, 0]
+    return total
 
 
 def _index(kind: str, key: str | int, names: tuple[str, ...]) -> int:

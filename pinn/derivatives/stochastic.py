@@ -19,10 +19,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
-import torch.nn.functional as F
 
+from pinn.derivatives.field import Field, quadratic_forms_sum
 from pinn.derivatives.functions import check_pointwise
 from pinn.derivatives.taylor import taylor_forward, taylor_supported
+from pinn.errors import ConfigError
 
 Tensor = torch.Tensor
 Model = Callable[[Tensor], Tensor]
@@ -47,6 +48,60 @@ def stochastic_laplacian(
     """
     directions, scale = random_directions(method, x, samples, generator)
     return scale * second_directional_sum(f, x, directions)
+
+
+class LaplacianEstimator:
+    """How a residual's `u.laplacian()` is estimated: `samples` random directions per point by
+    `method` (see the module docstring), drawn from `generator`.
+
+    Give it to `pinn.fit(..., estimator=...)` (or set `laplacian.method=stochastic` in the
+    config): every field then estimates its Laplacian, exact first derivatives and other
+    second derivatives alongside. The generator's state is part of a run's checkpoint, so a
+    resumed run draws the same directions.
+    """
+
+    def __init__(
+        self, samples: int, method: str = "sparse", generator: torch.Generator | None = None
+    ):
+        if method not in METHODS:
+            raise ConfigError(
+                f"laplacian.estimator={method!r} is unknown; choose one of {', '.join(METHODS)}"
+            )
+        if not isinstance(samples, int) or isinstance(samples, bool) or samples < 1:
+            raise ConfigError(f"laplacian.samples must be a whole number >= 1, got {samples!r}")
+        self.samples, self.method = samples, method
+        self.generator = generator if generator is not None else torch.Generator()
+
+    def __repr__(self) -> str:
+        return f"LaplacianEstimator(samples={self.samples}, method={self.method!r})"
+
+    def check_dimension(self, dim: int) -> None:
+        """Refuse a sparse estimator with more samples than the d = `dim` coordinates."""
+        if self.method == "sparse" and self.samples > dim:
+            raise ConfigError(
+                f"laplacian.samples={self.samples} is more than the problem's {dim} inputs; the "
+                f"sparse estimator draws distinct coordinates, so use at most {dim} (at {dim} it "
+                "is the exact Laplacian: laplacian.method=exact is the same, and cheaper)"
+            )
+
+    def draw(self, x: Tensor) -> tuple[Tensor, float]:
+        """Directions for the (N, d) points x and their scale (see `random_directions`)."""
+        return random_directions(self.method, x, self.samples, self.generator)
+
+    def state_dict(self) -> dict:
+        return {
+            "samples": self.samples,
+            "method": self.method,
+            "generator": self.generator.get_state(),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        if (state["samples"], state["method"]) != (self.samples, self.method):
+            raise ConfigError(
+                f"the checkpoint estimated the Laplacian with {state['samples']} {state['method']} "
+                f"samples, this run with {self.samples} {self.method}: a resumed run keeps them"
+            )
+        self.generator.set_state(state["generator"])
 
 
 def random_directions(
@@ -89,31 +144,14 @@ def second_directional_sum(f: Model, x: Tensor, directions: Tensor) -> Tensor:
 
 
 def _autograd_sum(f: Model, x: Tensor, directions: Tensor) -> Tensor:
-    # The fallback for any pointwise callable: by the batch sum trick, one backward of
-    # Σ_n ∇u(x_n)·v_n gives every point's H v_n, hence v_n^T H v_n; one pass per direction.
-    if not directions.is_floating_point():
-        directions = F.one_hot(directions, x.shape[1]).to(x.dtype)
+    """The fallback for any pointwise callable: Hessian-vector products by autograd."""
     check_pointwise(f, x)
-    x = x.detach().requires_grad_(True)
-    values = f(x)
-    values = values.unsqueeze(1) if values.ndim == 1 else values
+    field = Field(f, x)
     sums = []
-    for out in range(values.shape[1]):
-        gradient = _grad(values[:, out], x)
-        total = torch.zeros_like(values[:, out])
-        for v in directions.unbind(dim=1):
-            hessian_v = _grad((gradient * v).sum(dim=1), x)
-            total = total + (hessian_v * v).sum(dim=1)
-        sums.append(total)
+    for out in range(field.values.shape[1]):
+        gradient = torch.stack([field.d(i, out) for i in range(field.dim)], dim=1)
+        sums.append(quadratic_forms_sum(gradient, field.x, directions))
     return torch.stack(sums, dim=1)
-
-
-def _grad(y: Tensor, x: Tensor) -> Tensor:
-    """(N, d) gradient of sum(y) w.r.t. x, kept differentiable; zeros where y ignores x."""
-    if not y.requires_grad:
-        return torch.zeros_like(x)
-    (grad,) = torch.autograd.grad(y.sum(), x, create_graph=True, allow_unused=True)
-    return torch.zeros_like(x) if grad is None else grad
 
 
 def _check_arguments(method: str, x: Tensor, samples: int, generator: torch.Generator) -> None:
