@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from functools import cached_property
 
@@ -59,13 +60,16 @@ class Ball(Domain):
     @cached_property
     def volume(self) -> float:
         d = self.dim
-        return math.pi ** (d / 2) / math.gamma(d / 2 + 1) * self.radius**d
+        return (
+            _tiny_past_overflow(lambda: math.pi ** (d / 2) / math.gamma(d / 2 + 1)) * self.radius**d
+        )
 
     @cached_property
     def surface(self) -> float:
         """(d-1)-dimensional measure of the sphere (2 for the two end points when d = 1)."""
         d = self.dim
-        return 2 * math.pi ** (d / 2) / math.gamma(d / 2) * self.radius ** (d - 1)
+        unit = _tiny_past_overflow(lambda: 2 * math.pi ** (d / 2) / math.gamma(d / 2))
+        return unit * self.radius ** (d - 1)
 
     def level(self, x: Tensor) -> Tensor:
         """(r² - |x - c|²) / (2r): the distance to the sphere to first order."""
@@ -124,3 +128,13 @@ class Disk(Ball):
             raise ConfigError(
                 f"Disk needs a 2-D center, got {list(center)}; use Ball in other dimensions"
             )
+
+
+def _tiny_past_overflow(measure) -> float:
+    """A unit ball's measure, or past d = 340, where Γ(d/2) overflows a float and the measure
+    underflows it (the volume is 1e-1000 at d = 1000), the smallest positive float: a measure of
+    0 would mean no ball at all."""
+    try:
+        return measure()
+    except OverflowError:
+        return sys.float_info.min

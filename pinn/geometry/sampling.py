@@ -7,6 +7,8 @@ rejection from its bounding box (polygons, constructive geometry). All draws com
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from pinn.errors import ConfigError
@@ -45,6 +47,10 @@ def share(total: int, weights: list[float]) -> list[int]:
     Parts of weight 0 get nothing; ties go to the earlier part.
     """
     scale = total / sum(weights)
+    if math.isinf(scale):  # measures near the smallest float (a ball in 1000 dimensions)
+        largest = max(weights)
+        weights = [w / largest for w in weights]
+        scale = total / sum(weights)
     exact = [w * scale for w in weights]
     counts = [int(e) for e in exact]
     by_remainder = sorted(range(len(weights)), key=lambda i: exact[i] - counts[i], reverse=True)
