@@ -164,7 +164,7 @@ class _Run:
         self.result = FitResult()
         self.phase = "adam"
         self.batch: Batch | None = None
-        self.optimizer: torch.optim.Optimizer | None = None
+        self.optimizer: torch.optim.Optimizer | LBFGS | None = None
         self.scheduler: torch.optim.lr_scheduler.LRScheduler | None = None
         self.resumed: dict[str, Any] = {}  # the saved training state, when resuming
         # Of this Adam step: a checkpoint at its start redoes it on resume.
@@ -282,7 +282,7 @@ class _Run:
     ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
         """The terms and the weighted loss; at an Adam `step` the adaptive weights may move."""
         if step is not None:  # the estimator's generator, before this step draws from it
-            self._engine_at_start = self.engine.state_dict() if self.engine.decided else None
+            self._engine_at_start = self.engine.state_dict()
         terms = loss_terms(self.problem, self.model, batch, self.engine)
         if step is not None:
             # A checkpoint of this step holds the weights it started with: resuming redoes

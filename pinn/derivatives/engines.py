@@ -256,11 +256,6 @@ class Engine:
         self._plans: dict[str, Requests] = {}
 
     @property
-    def decided(self) -> bool:
-        """Whether the engine that runs is known (auto without probe points decides late)."""
-        return self._name is not None
-
-    @property
     def name(self) -> str:
         """The engine that runs ("taylor", "autograd" or "functorch")."""
         if self._name is None:
