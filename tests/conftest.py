@@ -1,9 +1,14 @@
-"""Shared fixtures: seeded generators (never global seeds) and a backward-pass counter."""
+"""Shared fixtures: seeded generators (never global seeds), a backward-pass counter and the
+checkpoints a training run writes."""
 
 from __future__ import annotations
 
+import io
+
 import pytest
 import torch
+
+import pinn.trainer
 
 SEED = 20240607
 
@@ -26,3 +31,18 @@ def grad_calls(monkeypatch) -> list[int]:
 
     monkeypatch.setattr(torch.autograd, "grad", counting)
     return calls
+
+
+@pytest.fixture
+def written_checkpoints(monkeypatch) -> list[bytes]:
+    """Every checkpoint `pinn.fit` writes from now on, serialised at once (the live parameters
+    move on), instead of a file: load one with torch.load(io.BytesIO(data), weights_only=True)."""
+    written = []
+
+    def keep(path, state):
+        buffer = io.BytesIO()
+        torch.save(state, buffer)
+        written.append(buffer.getvalue())
+
+    monkeypatch.setattr(pinn.trainer, "save_checkpoint", keep)
+    return written

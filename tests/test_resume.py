@@ -102,16 +102,9 @@ def same_rows(history):
 
 
 @pytest.fixture
-def every_checkpoint(monkeypatch):
+def every_checkpoint(monkeypatch, written_checkpoints):
     """Run `tiny_fit(SETTINGS)`; returns (model, result, [each checkpoint it wrote, as bytes])."""
-    written = []
-
-    def keep(path, state):
-        buffer = io.BytesIO()
-        torch.save(state, buffer)
-        written.append(buffer.getvalue())
-
-    monkeypatch.setattr(pinn.trainer, "save_checkpoint", keep)
+    written = written_checkpoints
     model, result = tiny_fit(SETTINGS, checkpoint_path="unused.pt")
     monkeypatch.setattr(pinn.trainer, "save_checkpoint", lambda path, state: None)
     return model, result, written
@@ -146,17 +139,10 @@ ADAPTIVE = TrainSettings(
 
 
 @pytest.mark.parametrize("method", ["rar", "rad"])
-def test_adaptive_weights_and_refinement_resume_exactly(method, monkeypatch):
+def test_adaptive_weights_and_refinement_resume_exactly(method, written_checkpoints):
     """LRA weights and refined points are part of the state: resuming anywhere changes nothing."""
     refinement = Refinement(method, every=6, candidates=200, add=10)
-    written = []
-
-    def keep(path, state):  # as bytes at once: the live parameters move on
-        buffer = io.BytesIO()
-        torch.save(state, buffer)
-        written.append(buffer.getvalue())
-
-    monkeypatch.setattr(pinn.trainer, "save_checkpoint", keep)
+    written = written_checkpoints
     model, result = tiny_fit(ADAPTIVE, refinement, checkpoint_path="unused.pt")
     weights = [row["weight_dirichlet"] for row in result.history]
     assert len(set(weights)) > 2 and weights[0] != 100.0  # they moved, and were logged

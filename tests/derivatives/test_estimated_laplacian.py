@@ -7,7 +7,6 @@ import pytest
 import torch
 from networks import ResidualMLP
 
-import pinn.trainer
 from pinn import (
     MLP,
     ConfigError,
@@ -134,15 +133,8 @@ SETTINGS = TrainSettings(
 )
 
 
-def test_a_resumed_run_draws_the_same_directions(monkeypatch):
-    written = []
-
-    def keep(path, state):
-        buffer = io.BytesIO()
-        torch.save(state, buffer)
-        written.append(buffer.getvalue())
-
-    monkeypatch.setattr(pinn.trainer, "save_checkpoint", keep)
+def test_a_resumed_run_draws_the_same_directions(written_checkpoints):
+    written = written_checkpoints
     problem, network, sampler = highd_parts()
     result = fit(problem, network, SETTINGS, sampler, checkpoint_path="x", estimator=estimator(3))
     final = torch.cat([p.detach().flatten() for p in network.parameters()])
