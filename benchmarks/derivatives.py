@@ -9,6 +9,9 @@ reports the median time of a step (ms) and the step's peak memory (MiB) for
                 summed: the full Hessian, the way a plain script does it (the baseline)
     autograd    pinn.laplacian(engine="autograd"): nested reverse mode, one pass per dimension
     taylor      pinn.laplacian(engine="taylor"): one forward Taylor-mode pass
+    compiled    the same pass (without the pointwise check) compiled with torch.compile
+                (`pinn.compiling.CompiledLoss`, as `trainer.compile=true` compiles a training
+                step): compiled before the timing, which a step's time does not include
     sparse      pinn.stochastic_laplacian(method="sparse"), s random coordinates
     rademacher  pinn.stochastic_laplacian(method="rademacher"), s ±1 directions
     functorch   pinn.laplacian(engine="functorch"), the baseline inside pinn (opt-in)
@@ -54,13 +57,15 @@ import torch
 from torch import nn
 
 import pinn
+from pinn.compiling import CompiledLoss
 from pinn.derivatives.stochastic import stochastic_laplacian
+from pinn.derivatives.taylor import taylor_forward
 
 Laplacian = Callable[[nn.Module, torch.Tensor], torch.Tensor]
-EXACT = ("vmap", "functorch", "autograd", "taylor")
+EXACT = ("vmap", "functorch", "autograd", "taylor", "compiled")
 STOCHASTIC = ("sparse", "rademacher")
 METHODS = EXACT + STOCHASTIC
-DEFAULT_METHODS = "vmap,autograd,taylor,sparse,rademacher"
+DEFAULT_METHODS = "vmap,autograd,taylor,compiled,sparse,rademacher"
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 RESULT_TAG = "RESULT "
 MIB = 2**20
@@ -105,10 +110,18 @@ def vmap_laplacian(
     return hessians.diagonal(dim1=-2, dim2=-1).sum(dim=-1)
 
 
+def compiled_laplacian(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """(N,) Laplacian from one collapsed Taylor pass, as a training step's planned field has it
+    (without pinn.laplacian's per-call pointwise check, which a compiled step does not make)."""
+    return taylor_forward(model, x, list(range(x.shape[1])), "collapsed").second[:, 0]
+
+
 def make_laplacian(method: str, samples: int, seed: int) -> Laplacian:
     """The (model, (N, d) points) -> (N,) Laplacian (or its estimate) of one method."""
     if method == "vmap":
         return vmap_laplacian
+    if method == "compiled":
+        return CompiledLoss(compiled_laplacian, required=True)
     if method in STOCHASTIC:
         generator = torch.Generator().manual_seed(seed)
         return lambda model, x: stochastic_laplacian(model, x, samples, generator, method)[:, 0]
@@ -250,7 +263,9 @@ def run_case(args: argparse.Namespace) -> dict:
     laplacian = make_laplacian(args.method, args.samples, args.seed + 1)
     # One step on two points first, so that one-time costs (lazy imports: torch.func pulls in
     # torch._dynamo, ~80 MiB; thread pools) are paid before the baseline and do not count.
-    train_step(model, x[:2], source[:2], laplacian)
+    # The compiled step primes on all the points: compiling for their shape is not a step's.
+    prime = len(x) if args.method == "compiled" else 2
+    train_step(model, x[:prime], source[:prime], laplacian)
     memory = PeakMemory(device)
     memory.start()  # before the first full step, so the step's own transients count
     for _ in range(args.warmup):

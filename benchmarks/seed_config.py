@@ -1,7 +1,7 @@
-"""Train the configuration a user brings from a plain script, both ways, and time the two runs.
+"""Train the configuration a user brings from a plain script, each way in a process of its own.
 
-What it measures: the wall-clock time of a whole training run (point sampling included) and
-the final accuracy, for the same PINN trained twice, one after the other, in this process:
+What it measures: the wall-clock time of whole processes (Python start-up, imports, compiling
+where asked, training, the final error), and the final accuracy, for the same PINN trained by
 
     problem   -Δu = sin(πx) sin(πy) on [0, 1]², u = 0 on the boundary;
               exact u = sin(πx) sin(πy) / (2π²)
@@ -12,16 +12,18 @@ the final accuracy, for the same PINN trained twice, one after the other, in thi
 
     plain     the loop written out below, the Laplacian from torch.func.vmap(jacrev(jacrev))
               of a single-point closure over the module: the way a user's plain script does it
+              (its process imports torch only)
     pinn      pinn.fit(Poisson(hard_boundary=False), ...) with engine="auto" (forward Taylor
-              mode for this MLP): the same soft boundary term as the plain loop
+              mode for this MLP), the same soft boundary term as the plain loop, with
+              trainer.compile=false (eager), and compile=true twice: first with an empty
+              compile cache (a fresh TORCHINDUCTOR_CACHE_DIR: "cold"), then with the cache the
+              first left ("warm", as every later run of the same configuration finds it)
 
 pinn's MLP rescales [0, 1]² to [-1, 1]² in front of the first layer, as it does by default
 (`--no-rescale` leaves that out); the plain network feeds the raw coordinates. Both start from
 the same weights: the Linear layers' state dicts are copied (the rescaling has no parameters).
-The final models' relative L2 errors are measured on a 101 x 101 grid, outside the timing.
-The timing does include everything a run does once (optimiser set-up, pinn's first step,
-which records what the residual asks for with autograd before planning its Taylor passes),
-but not imports: torch.func's lazy import of torch._dynamo is paid before the clock starts.
+The final models' relative L2 errors are measured on a 101 x 101 grid. The processes run one
+after another; each also reports its training time alone (from the first step to the last).
 
 How to run (from the repository root):
 
@@ -33,15 +35,17 @@ How to run (from the repository root):
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import os
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import torch
 from torch import nn
-
-import pinn
-from pinn.derivatives.engines import resolve_engine
-from problems.poisson import Poisson
 
 WIDTH, DEPTH = 20, 4
 N_INTERIOR, N_PER_SIDE = 2540, 160
@@ -60,8 +64,10 @@ def plain_network() -> nn.Sequential:
     return nn.Sequential(*layers, nn.Linear(WIDTH, 1))
 
 
-def pinn_network(seed: int, rescale: bool) -> pinn.MLP:
+def pinn_network(seed: int, rescale: bool) -> nn.Module:
     """pinn's MLP of the same architecture, seeded; rescaling [0, 1]² to [-1, 1]² if asked."""
+    import pinn
+
     corners = {"lower": [0.0, 0.0], "upper": [1.0, 1.0]} if rescale else {}
     generator = torch.Generator().manual_seed(seed)
     return pinn.MLP(2, 1, WIDTH, DEPTH, "tanh", generator=generator, **corners)
@@ -124,8 +130,11 @@ def train_plain(model: nn.Module, steps: int, lr: float, seed: int) -> None:
 # ---- pinn ------------------------------------------------------------------------------------
 
 
-def train_pinn(model: nn.Module, steps: int, lr: float, seed: int) -> None:
+def train_pinn(model: nn.Module, steps: int, lr: float, seed: int, compile: str) -> None:
     """The same training through pinn.fit: uniform points redrawn every step, no L-BFGS."""
+    import pinn
+    from problems.poisson import Poisson
+
     problem = Poisson(hard_boundary=False)  # the plain loop's formulation: a boundary term
     settings = pinn.TrainSettings(
         steps=steps,
@@ -136,6 +145,7 @@ def train_pinn(model: nn.Module, steps: int, lr: float, seed: int) -> None:
         progress=False,
         log_every=1000,
         checkpoint_every=0,
+        compile=compile,
     )
     generator = torch.Generator().manual_seed(seed)
     points = pinn.PointSampler(
@@ -144,41 +154,67 @@ def train_pinn(model: nn.Module, steps: int, lr: float, seed: int) -> None:
     pinn.fit(problem, model, settings, points, weights={}, engine="auto")
 
 
-# ---- measuring ---------------------------------------------------------------------------------
-
-
-def load_torch_func() -> None:
-    """Pay torch.func's one-time lazy import (it pulls in torch._dynamo, about a second).
-
-    Done before any timing, as pinn's own imports are: the runs compare training, not imports.
-    """
-    torch.func.vmap(torch.func.jacrev(torch.sin))(torch.zeros(2))
-
-
-def timed(train, model: nn.Module, steps: int, lr: float, seed: int) -> float:
-    """Wall-clock seconds of one whole training run."""
-    start = time.perf_counter()
-    train(model, steps, lr, seed)
-    return time.perf_counter() - start
+# ---- one process per run -----------------------------------------------------------------------
 
 
 def relative_l2(model: nn.Module) -> float:
     """||u - u_exact|| / ||u_exact|| on a 101 x 101 grid over [0, 1]², including the boundary."""
-    grid = Poisson().domain.grid(GRID, dtype=torch.float64)
-    exact = Poisson().exact(grid)
+    line = torch.linspace(0, 1, GRID, dtype=torch.float64)
+    grid = torch.cartesian_prod(line, line)
+    exact = torch.sin(math.pi * grid[:, 0]) * torch.sin(math.pi * grid[:, 1]) / (2 * math.pi**2)
     with torch.no_grad():
         predicted = model(grid.float()).double().reshape(-1)
     return ((predicted - exact).norm() / exact.norm()).item()
 
 
-def print_table(rows: list[tuple[str, float, float]], steps: int) -> None:
-    """Markdown table of (method, wall seconds, rel_l2), then pinn's speed-up over plain."""
-    print("| method | wall s | steps/s | final rel_l2 |")
-    print("| --- | ---: | ---: | ---: |")
-    for name, seconds, error in rows:
-        print(f"| {name} | {seconds:.2f} | {steps / seconds:.1f} | {error:.3e} |")
-    (_, plain_s, _), (_, pinn_s, _) = rows
-    print(f"\nspeed-up pinn vs plain: {plain_s / pinn_s:.2f}x (plain wall s / pinn wall s)")
+def run_child(args: argparse.Namespace) -> None:
+    """Train one way (args.run: plain, eager or compiled) and print a JSON line of results."""
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    if args.run == "plain":  # pinn's initial weights, from the file: no pinn import here
+        model = plain_network()
+        model.load_state_dict(torch.load(args.weights))
+        train = train_plain
+    else:
+        model = pinn_network(args.seed, rescale=not args.no_rescale)
+        compile = "true" if args.run == "compiled" else "false"
+
+        def train(model, steps, lr, seed):
+            train_pinn(model, steps, lr, seed, compile)
+
+    start = time.perf_counter()
+    train(model, args.steps, args.lr, args.seed + 1)
+    train_s = time.perf_counter() - start
+    print(json.dumps({"train_s": train_s, "rel_l2": relative_l2(model)}))
+
+
+def run_process(args: argparse.Namespace, run: str, folder: str) -> dict[str, float]:
+    """Whole-process seconds, training seconds and rel_l2 of one run in a fresh interpreter
+    (its compile cache and the plain run's initial weights in `folder`)."""
+    command = [sys.executable, __file__, "--run", run, "--steps", str(args.steps)]
+    command += ["--weights", str(Path(folder) / "plain_weights.pt")]
+    command += ["--seed", str(args.seed), "--lr", str(args.lr)]
+    command += ["--threads", str(args.threads)] if args.threads is not None else []
+    command += ["--no-rescale"] if args.no_rescale else []
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(Path(folder) / "compile_cache")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
+    start = time.perf_counter()
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    whole_s = time.perf_counter() - start
+    return {"whole_s": whole_s, **json.loads(done.stdout.strip().splitlines()[-1])}
+
+
+def print_table(rows: list[tuple[str, dict[str, float]]], steps: int) -> None:
+    """Markdown table of the runs, with each one's speed-up over the plain process."""
+    plain_s = rows[0][1]["whole_s"]
+    print("| run | whole process s | training s | steps/s (training) | final rel_l2 | vs plain |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for name, r in rows:
+        print(
+            f"| {name} | {r['whole_s']:.2f} | {r['train_s']:.2f} | {steps / r['train_s']:.1f} | "
+            f"{r['rel_l2']:.3e} | {plain_s / r['whole_s']:.2f}x |"
+        )
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -190,6 +226,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0, help="weights; points use seed + 1")
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--no-rescale", action="store_true", help="pinn's MLP without Rescale")
+    parser.add_argument("--run", choices=["plain", "eager", "compiled"], help=argparse.SUPPRESS)
+    parser.add_argument("--weights", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
         args.steps = 50
@@ -198,25 +236,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
-    pinn_model = pinn_network(args.seed, rescale=not args.no_rescale)
-    plain_model = plain_network()
-    copy_linear_weights(pinn_model, plain_model)
-    engine, _ = resolve_engine("auto", pinn_model, torch.rand(2, 2))
+    if args.run is not None:  # a child process: one run
+        run_child(args)
+        return
     scaling = "no rescaling" if args.no_rescale else "inputs rescaled to [-1, 1]²"
     print("# Poisson on [0, 1]², MLP 2-20-20-20-20-1 tanh, float32, Adam 1e-3, resampled\n")
     print(
-        f"torch {torch.__version__}, threads {torch.get_num_threads()}, {args.steps} steps, "
-        f"seed {args.seed}; pinn: engine=auto -> {engine}, {scaling}\n"
+        f"torch {torch.__version__}, threads {args.threads or torch.get_num_threads()}, "
+        f"{args.steps} steps, seed {args.seed}; pinn: engine=auto, {scaling}\n"
     )
-    load_torch_func()
-    plain_s = timed(train_plain, plain_model, args.steps, args.lr, args.seed + 1)
-    pinn_s = timed(train_pinn, pinn_model, args.steps, args.lr, args.seed + 1)
-    rows = [
-        ("plain loop, vmap(jacrev(jacrev))", plain_s, relative_l2(plain_model)),
-        (f"pinn fit, engine=auto ({engine})", pinn_s, relative_l2(pinn_model)),
-    ]
+    with tempfile.TemporaryDirectory() as folder:
+        plain = plain_network()
+        copy_linear_weights(pinn_network(args.seed, rescale=not args.no_rescale), plain)
+        torch.save(plain.state_dict(), Path(folder) / "plain_weights.pt")
+        rows = [
+            ("plain loop, vmap(jacrev(jacrev))", run_process(args, "plain", folder)),
+            ("pinn, trainer.compile=false", run_process(args, "eager", folder)),
+            ("pinn, compile=true, cold cache", run_process(args, "compiled", folder)),
+            ("pinn, compile=true, warm cache", run_process(args, "compiled", folder)),
+        ]
     print_table(rows, args.steps)
 
 

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from pinn.compiling import validating
 from pinn.derivatives.field import Field
 from pinn.errors import ConfigError
 from pinn.geometry import BoundaryPoints
@@ -62,7 +63,7 @@ class _OnFaces(Condition):
             )
         self.on, self.out, self.name = on, out, name
 
-    def _mask(self, boundary: BoundaryPoints) -> torch.Tensor:
+    def _mask(self, boundary: BoundaryPoints) -> torch.Tensor | slice:
         return select(self.on, boundary, self.name)
 
 
@@ -261,7 +262,7 @@ class Periodic(Condition):
         """Refuse faces that are not opposite planes: the moved points must lie on the boundary."""
         size = max(hi - lo for lo, hi in zip(domain.lower, domain.upper))
         off = domain.level(mapped.detach()).abs() > 1e-9 * size
-        if off.any():
+        if validating() and off.any():
             raise ConfigError(
                 f"condition {self.name!r}: {self.faces[0]} and {self.faces[1]} are not opposite "
                 f"planes of the domain's bounding box: {int(off.sum())} points of "
@@ -277,8 +278,12 @@ def normal_derivative(
     return (u.grad(out) * normals).sum(dim=1)
 
 
-def select(on: Where, boundary: BoundaryPoints, name: str) -> torch.Tensor:
-    """(N,) bool mask of the boundary points `on` selects; refuses an empty or bad selection."""
+def select(on: Where, boundary: BoundaryPoints, name: str) -> torch.Tensor | slice:
+    """(N,) bool mask of the boundary points `on` selects; refuses an empty or bad selection.
+
+    on="boundary" gives `slice(None)` instead, which indexes like an all-True mask without a copy
+    and without a count only known from the mask's values (which a compiled step cannot have).
+    """
     if callable(on):
         mask = on(boundary.points)
         n = boundary.points.shape[0]
@@ -290,10 +295,10 @@ def select(on: Where, boundary: BoundaryPoints, name: str) -> torch.Tensor:
                 f"({n}, d) boundary points, got {got}"
             )
     elif on == "boundary":
-        mask = torch.ones_like(boundary.part, dtype=torch.bool)
+        return slice(None)
     else:
         mask = boundary.on(on)
-    if not mask.any():
+    if validating() and not mask.any():
         raise ConfigError(
             f"condition {name!r} selects none of the {boundary.points.shape[0]} boundary points; "
             "draw more (problem.n_boundary) or check where it holds"

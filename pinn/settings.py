@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from pinn.compiling import check_compile
 from pinn.errors import ConfigError, require_int
 from pinn.schedules import check_schedule
 from pinn.weighting import LossWeights
@@ -38,6 +39,10 @@ class TrainSettings:
             steps between rel_l2 values, progress-bar updates and L-BFGS chunks.
         checkpoint_every: steps between checkpoints; 0 writes one only at the end.
         progress: show a tqdm progress bar.
+        compile: "auto", "true" or "false": compile each step's loss (Taylor passes,
+            residuals, conditions, weighted sum) and its backward with `torch.compile`
+            (`pinn.compiling`). "auto" compiles when the run allows it and is long enough to
+            repay the compile time; the run logs what it decided and why.
     """
 
     steps: int = 1000
@@ -55,6 +60,7 @@ class TrainSettings:
     log_every: int = 100
     checkpoint_every: int = 500
     progress: bool = True
+    compile: str = "auto"
 
     def __post_init__(self) -> None:
         for key in (
@@ -71,6 +77,7 @@ class TrainSettings:
             if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
                 raise ConfigError(f"trainer.{key} must be a number > 0, got {value!r}")
         check_schedule(self.schedule)
+        self.compile = check_compile(self.compile)
         LossWeights({}, self.weighting, self.weighting_every, self.weighting_alpha)  # checks
         for key in ("lbfgs_tolerance", "lbfgs_stall_decrease"):
             fraction = getattr(self, key)

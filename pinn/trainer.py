@@ -3,9 +3,14 @@
     points  = PointSampler(problem.domain, 2000, 400, "sobol", generator)
     result  = fit(problem, model, TrainSettings(steps=1000, lbfgs_steps=1000), points)
 
-Every step's loss is checked before the parameters move: a NaN or inf loss stops the run with
-`TrainingDiverged`, and the checkpoint on disk (written only from parameters whose loss was
-finite) is the last good one.
+Every step's loss is checked: a NaN or inf loss stops the run with `TrainingDiverged`, and the
+checkpoint on disk (written only from parameters whose loss, and every loss before, was finite)
+is the last good one. So that an Adam step never waits for the device, its check is recorded
+on the device and read at the next history row or checkpoint (L-BFGS checks at once); the
+model in memory may by then hold the non-finite parameters that followed.
+
+`settings.compile` compiles each step's loss with torch.compile (`pinn.compiling`) from the
+second step on, once the first has recorded what each residual asks for.
 
 A checkpoint holds the whole state of the run (see `_Run.checkpoint_state`), so
 
@@ -32,8 +37,9 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from pinn.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from pinn.compiling import CompiledLoss, compile_decision
 from pinn.derivatives import check_pointwise
-from pinn.derivatives.engines import Engine
+from pinn.derivatives.engines import Engine, log
 from pinn.derivatives.stochastic import LaplacianEstimator
 from pinn.errors import ConfigError, TrainingDiverged
 from pinn.geometry import Batch, PointSampler, residual_magnitude
@@ -172,6 +178,13 @@ class _Run:
         self._engine_at_start: dict[str, Any] | None = None
         self._last_saved: int | None = None
         self.started = time.perf_counter()
+        # The compiled loss, once decided (after the first step has planned the fields).
+        self._compile_decided = settings.compile == "false"
+        self._compiled: CompiledLoss | None = None
+        # On the device: the first Adam step whose loss was not finite (-1: none yet), and that
+        # loss and its terms, read only where a row or checkpoint is written.
+        self._first_bad: torch.Tensor | None = None
+        self._bad_values: torch.Tensor | None = None
 
     def train(self) -> FitResult:
         if self.phase == "done":
@@ -223,13 +236,14 @@ class _Run:
                 self.batch = self.points.refine(self._residual_magnitude)
             self.optimizer.zero_grad(set_to_none=True)
             terms, loss = self._loss(self.batch, phase="adam", step=step)
-            # The state at the start of this step, now known to give a finite loss.
+            # The state at the start of this step (written only if its loss is finite).
             self._maybe_checkpoint(loss)
             self._log(step, "adam", terms, loss, lr=self.optimizer.param_groups[0]["lr"])
             loss.backward()
             self.optimizer.step()
             self.scheduler.step()
             self._advance()
+        self._check_watch()
 
     def _lbfgs(self) -> None:
         total = self.settings.lbfgs_steps
@@ -280,29 +294,89 @@ class _Run:
     def _loss(
         self, batch: Batch, phase: str, step: int | None = None
     ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-        """The terms and the weighted loss; at an Adam `step` the adaptive weights may move."""
-        if step is not None:  # the estimator's generator, before this step draws from it
-            self._engine_at_start = self.engine.state_dict()
-        terms = loss_terms(self.problem, self.model, batch, self.engine)
+        """The terms and the weighted loss; at an Adam `step` the adaptive weights may move.
+
+        Outside Adam the loss is checked at once; an Adam step's check is recorded on the
+        device (`_watch`) and read at the next row or checkpoint.
+        """
         if step is not None:
-            # A checkpoint of this step holds the weights it started with: resuming redoes
-            # the update.
+            # The state at this step's start: a checkpoint of it redoes the step on resume
+            # (the estimator's generator before the step draws from it, the weights before
+            # the update).
+            self._engine_at_start = self.engine.state_dict()
             self._weights_at_start = self.weights.state_dict()
-            self.weights.update(terms, self.model.parameters(), step)
-        loss = self.weights.total(terms)
-        if not torch.isfinite(loss):
-            bad = [name for name, value in terms.items() if not torch.isfinite(value)]
-            where = (
-                f"written at step {self._last_saved}"
-                if self._last_saved is not None
-                else ("not written: no step finished with a finite loss")
-            )
-            raise TrainingDiverged(
-                f"the loss became {loss.item()} at step {self.result.steps} ({phase}; "
-                f"non-finite terms: {bad}). Training stopped; the last good checkpoint was "
-                f"{where}. Try a lower trainer.lr, float64 (dtype=float64), or other weights."
-            )
+        self._decide_compile()
+        if self._compiled is not None:
+            terms, loss = self._compiled(batch)
+        else:
+            terms = loss_terms(self.problem, self.model, batch, self.engine)
+            if step is not None:
+                self.weights.update(terms, self.model.parameters(), step)
+            loss = self.weights.total(terms)
+        if step is None:
+            self._require_finite(terms, loss, self.result.steps, phase)
+        else:
+            self._watch(step, terms, loss)
         return terms, loss
+
+    def _eager_loss(self, batch: Batch) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        """What `CompiledLoss` compiles: the terms and their weighted sum (fixed weights)."""
+        terms = loss_terms(self.problem, self.model, batch, self.engine)
+        return terms, self.weights.total(terms)
+
+    def _decide_compile(self) -> None:
+        """Once the first step has planned every field: compile the loss, or not, and say why."""
+        if self._compile_decided or not self.engine.recorded:
+            return  # decided, or before the first fields (which record what is asked)
+        self._compile_decided = True
+        blockers = self.engine.compile_blockers()
+        if self.weights.method != "fixed":
+            blockers.append(f"the loss weights adapt (trainer.weighting={self.weights.method})")
+        if self.points.refinement.method == "rar":
+            blockers.append("RAR grows the batch (each new shape would compile anew)")
+        device = self.batch.interior.device
+        compiled, why = compile_decision(
+            self.settings.compile, blockers, self.settings.steps, device
+        )
+        log.info("training step: %s (%s)", "compiled" if compiled else "eager", why)
+        if compiled:
+            self._compiled = CompiledLoss(self._eager_loss, self.settings.compile == "true")
+
+    def _watch(self, step: int, terms: dict[str, torch.Tensor], loss: torch.Tensor) -> None:
+        """Record, on the device (no wait), whether this Adam step's loss is the first bad one."""
+        values = torch.stack([loss.detach(), *(value.detach() for value in terms.values())])
+        if self._first_bad is None:
+            self._watched = list(terms)  # the names of the terms after the loss in `values`
+            self._first_bad = torch.full((), -1, dtype=torch.long, device=loss.device)
+            self._bad_values = torch.zeros_like(values)
+        first = (self._first_bad < 0) & ~torch.isfinite(values[0])
+        self._first_bad = torch.where(first, step, self._first_bad)
+        self._bad_values = torch.where(first, values, self._bad_values)
+
+    def _check_watch(self) -> None:
+        """Raise if an Adam step since the last check had a non-finite loss."""
+        if self._first_bad is None or int(self._first_bad) < 0:
+            return
+        loss, *terms = self._bad_values.tolist()
+        values = dict(zip(self._watched, (torch.tensor(t) for t in terms)))
+        self._require_finite(values, torch.tensor(loss), int(self._first_bad), "adam")
+
+    def _require_finite(
+        self, terms: dict[str, torch.Tensor], loss: torch.Tensor, step: int, phase: str
+    ) -> None:
+        if torch.isfinite(loss):
+            return
+        bad = [name for name, value in terms.items() if not torch.isfinite(value)]
+        where = (
+            f"written at step {self._last_saved}"
+            if self._last_saved is not None
+            else ("not written: no step finished with a finite loss")
+        )
+        raise TrainingDiverged(
+            f"the loss became {loss.item()} at step {step} ({phase}; "
+            f"non-finite terms: {bad}). Training stopped; the last good checkpoint was "
+            f"{where}. Try a lower trainer.lr, float64 (dtype=float64), or other weights."
+        )
 
     def _residual_magnitude(self, x: torch.Tensor) -> torch.Tensor:
         """(M,) |PDE residual| at the (M, d) points, for refinement (systems: root sum square)."""
@@ -317,6 +391,7 @@ class _Run:
         every = self.settings.log_every
         if not force and step % every:
             return
+        self._check_watch()  # no row after a non-finite loss
         row = {
             "step": step,
             "phase": phase,
@@ -354,6 +429,7 @@ class _Run:
     def _checkpoint(self, loss: torch.Tensor) -> None:
         if self.checkpoint_path is None:
             return
+        self._check_watch()  # never a checkpoint after a non-finite loss
         save_checkpoint(self.checkpoint_path, self.checkpoint_state(loss))
         self._last_saved = self.result.steps
 

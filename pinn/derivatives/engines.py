@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from pinn.compiling import validating
 from pinn.derivatives.field import Field, Model, Requests
 from pinn.derivatives.taylor import taylor_forward, taylor_supported
 from pinn.errors import ConfigError
@@ -167,6 +168,11 @@ class TaylorField(Field):
         return False
 
     def _fallback(self) -> Field:
+        if not validating():
+            raise ConfigError(
+                "the residual asked for a derivative its first step did not ask for, and a "
+                "compiled step computes only the planned ones; set trainer.compile=false"
+            )
         if self._autograd is None:
             self._autograd = Field(self.f, self.x)
         return self._autograd
@@ -288,6 +294,33 @@ class Engine:
         recorder = Field(self.model, x, inputs, outputs, estimator)  # learns what is asked
         self._recorders[site] = recorder
         return recorder
+
+    @property
+    def recorded(self) -> bool:
+        """Whether the fields' requests are known: recorded by a first field, or loaded; always
+        for an engine that plans nothing (autograd, functorch)."""
+        return self._name in ("autograd", "functorch") or bool(self._plans or self._recorders)
+
+    def compile_blockers(self) -> list[str]:
+        """Why a training step with this engine's fields cannot be compiled ([] if it can).
+
+        Compiling needs every site's plan known and served by one Taylor pass: call it after
+        the first step has recorded them. It turns the recordings into plans.
+        """
+        if self._name != "taylor":
+            return [f"the residual engine is {self._name or self.requested}, not taylor"]
+        self._plans.update({site: f.requests for site, f in self._recorders.items()})
+        self._recorders.clear()
+        blockers = [
+            f"the residual differentiates an expression of u at the {site} points (autograd)"
+            for site, plan in self._plans.items()
+            if plan.expression
+        ]
+        if not self._plans:
+            blockers.append("no field has been made yet")
+        if self.estimator is not None:
+            blockers.append("the Laplacian is estimated (laplacian.method=stochastic)")
+        return blockers
 
     def state_dict(self) -> dict:
         """The engine that runs, its plan per site as plain lists, and the estimator's state

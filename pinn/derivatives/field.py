@@ -25,6 +25,8 @@ from typing import Protocol
 
 import torch
 
+from pinn.compiling import validating
+
 Model = Callable[[torch.Tensor], torch.Tensor]
 
 
@@ -79,7 +81,9 @@ class Field:
         if x.ndim != 2:
             raise ValueError(f"points must have shape (N, d), got {tuple(x.shape)}")
         self.f = f
-        self.x = x.detach().requires_grad_(True)
+        # Differentiable copies of the points, for autograd; not in a compiled step, which
+        # holds only planned Taylor fields (their values need no graph back to the points).
+        self.x = x.detach() if not validating() else x.detach().requires_grad_(True)
         self.requests = Requests()
         self.estimator = estimator
         self._drawn: tuple[torch.Tensor, float] | None = None  # the estimator's directions

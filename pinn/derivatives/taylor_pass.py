@@ -29,6 +29,7 @@ from torch import fx, nn
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from pinn.compiling import validating
 from pinn.derivatives.orders import Order
 from pinn.derivatives.rules import Terms, gives_constant, rule_for
 from pinn.errors import PinnError
@@ -44,20 +45,21 @@ class TaylorModeUnsupported(PinnError, TypeError):
 class Traced:
     """A model's aten graph for one input shape.
 
-    graph: the traced module; its placeholders are the parameters, the buffers, then x.
-    varying: the nodes whose value depends on x (those the pass carries terms for).
-    rules: the Taylor rule of each operation on varying nodes.
+    program: the graph's operations in order, each on numbered values (the parameters, the
+        buffers and x first, then one per operation) and, where it touches the points' terms,
+        with its Taylor rule.
+    output: the graph's output, as references to those values.
     unsupported: "operation (where)" for each varying operation without a Taylor rule.
     """
 
-    graph: fx.GraphModule
-    varying: set[fx.Node]
-    rules: dict[fx.Node, Callable]
+    program: list[_Call]
+    output: object
     unsupported: list[str]
 
 
-# model -> {input signature: Traced}; weak, so a traced model can still be freed.
-_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# id(model) -> {input signature: Traced}, each entry dropped when its model is freed. A plain
+# dict with int keys (not a WeakKeyDictionary), which torch.compile can guard on by key.
+_CACHE: dict[int, dict] = {}
 
 
 def trace_model(model: Callable[[Tensor], Tensor], x: Tensor) -> Traced:
@@ -68,7 +70,7 @@ def trace_model(model: Callable[[Tensor], Tensor], x: Tensor) -> Traced:
             its points, e.g. in an `if`), naming why.
     """
     key = _signature(model, x)
-    per_model = _CACHE.setdefault(model, {}) if _weakly_referable(model) else {}
+    per_model = _cache_of(model)
     if key not in per_model:
         per_model[key] = _trace(model, x)
     return per_model[key]
@@ -82,22 +84,75 @@ def propagate(traced: Traced, model: Callable, x: Tensor, first: Tensor, order: 
     """
     if traced.unsupported:
         raise TaylorModeUnsupported(unsupported_message(traced.unsupported))
-    inputs = iter([*_state(model), Terms(x, first, None)])
-    values: dict[fx.Node, object] = {}
-    for node in traced.graph.graph.nodes:
-        if node.op == "placeholder":
-            values[node] = next(inputs)
-        elif node.op == "get_attr":
-            values[node] = getattr(traced.graph, node.target)
-        elif node.op == "call_function":
-            args, kwargs = fx.node.map_arg((node.args, node.kwargs), values.__getitem__)
-            if node in traced.rules:
-                values[node] = traced.rules[node](order, *args, **kwargs)
-            else:
-                values[node] = node.target(*args, **kwargs)
-        elif node.op == "output":
-            output = _single_output(fx.node.map_arg(node.args[0], values.__getitem__))
+    # Plain lists and tuples only (not the fx graph), so torch.compile can trace this loop.
+    values: list[object] = [*_state(model), Terms(x, first, None)]
+    for call in traced.program:
+        args, kwargs = _resolve(call.args, values), _resolve(call.kwargs, values)
+        if call.rule is not None:
+            values.append(call.rule(order, *args, **kwargs))
+        else:
+            values.append(call.target(*args, **kwargs))
+    output = _single_output(_resolve(traced.output, values))
     return _output_terms(output, x, first, order)
+
+
+@dataclass(frozen=True)
+class _Slot:
+    """A reference, in a `_Call`'s arguments, to the value of an earlier node."""
+
+    index: int
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One operation of a traced graph: its target (or Taylor rule) and argument templates."""
+
+    target: Callable
+    args: tuple
+    kwargs: dict
+    rule: Callable | None
+
+
+def _resolve(template: object, values: list[object]) -> object:
+    """`template` with each `_Slot` replaced by its value (through lists, tuples and dicts)."""
+    if isinstance(template, _Slot):
+        return values[template.index]
+    if isinstance(template, (list, tuple)):
+        return type(template)(_resolve(item, values) for item in template)
+    if isinstance(template, dict):
+        return {key: _resolve(item, values) for key, item in template.items()}
+    return template
+
+
+def _plain(template: object) -> object:
+    """fx's immutable lists and dicts as plain ones (torch.compile passes those to operations)."""
+    if isinstance(template, tuple):
+        return tuple(_plain(item) for item in template)
+    if isinstance(template, list):
+        return [_plain(item) for item in template]
+    if isinstance(template, dict):
+        return {key: _plain(item) for key, item in template.items()}
+    return template
+
+
+def _program(graph: fx.GraphModule, rules: dict) -> tuple[list[_Call], object]:
+    """The graph as a list of calls on numbered values (the inputs first), and its output."""
+    slots: dict[fx.Node, object] = {}
+    program: list[_Call] = []
+    output: object = None
+    count = 0  # values computed so far: the inputs, then one per call
+    for node in graph.graph.nodes:
+        if node.op == "placeholder":
+            slots[node], count = _Slot(count), count + 1
+        elif node.op == "get_attr":  # a constant captured while tracing: held by value
+            slots[node] = getattr(graph, node.target)
+        elif node.op == "call_function":
+            args, kwargs = _plain(fx.node.map_arg((node.args, node.kwargs), slots.__getitem__))
+            program.append(_Call(node.target, args, kwargs, rules.get(node)))
+            slots[node], count = _Slot(count), count + 1
+        elif node.op == "output":
+            output = fx.node.map_arg(node.args[0], slots.__getitem__)
+    return program, output
 
 
 def _single_output(output: object) -> object:
@@ -119,7 +174,9 @@ def _output_terms(output: object, x: Tensor, first: Tensor, order: Order) -> Ter
     # Copies where the output is still the points or the seed (a model affine in x).
     value = value.clone() if value is x else value
     out_first = out_first.expand(out_first.shape[0], *value.shape)
-    out_first = out_first.clone() if out_first.data_ptr() == first.data_ptr() else out_first
+    # (Compiled, always a copy: a traced graph cannot compare data pointers; the copy fuses.)
+    aliased = not validating() or out_first.data_ptr() == first.data_ptr()
+    out_first = out_first.clone() if aliased else out_first
     if second is None:
         second = value.new_zeros(order.rows, *value.shape)
     return Terms(value, out_first, second)
@@ -158,7 +215,7 @@ def _trace(model: Callable, x: Tensor) -> Traced:
     missing = [node.target for node, rule in rules.items() if rule is None]
     where = _locate(model, probe, set(missing)) if missing else {}
     unsupported = [f"{op}" + (f" ({where[op]})" if op in where else "") for op in missing]
-    return Traced(graph, varying, rules, unsupported)
+    return Traced(*_program(graph, rules), unsupported)
 
 
 def _functional(model: Callable) -> Callable:
@@ -254,9 +311,13 @@ def _first_line(error: Exception) -> str:
     return text.splitlines()[0] if text else ""
 
 
-def _weakly_referable(model: object) -> bool:
-    try:
-        weakref.ref(model)
-    except TypeError:
-        return False
-    return True
+def _cache_of(model: object) -> dict:
+    """The model's {signature: Traced}; a fresh one (no caching) for a model that cannot be
+    weakly referenced, whose freeing could not be noticed."""
+    if id(model) not in _CACHE:
+        try:
+            weakref.finalize(model, _CACHE.pop, id(model), None)
+        except TypeError:
+            return {}
+        _CACHE[id(model)] = {}
+    return _CACHE[id(model)]
