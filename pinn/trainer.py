@@ -299,10 +299,10 @@ class _Run:
         Outside Adam the loss is checked at once; an Adam step's check is recorded on the
         device (`_watch`) and read at the next row or checkpoint.
         """
-        if step is not None:
-            # The state at this step's start: a checkpoint of it redoes the step on resume
-            # (the estimator's generator before the step draws from it, the weights before
-            # the update).
+        if step is not None and self.checkpoint_path is not None and self._checkpoint_due():
+            # The state at this step's start, for the checkpoint written after the loss: it
+            # redoes the step on resume (the estimator's generator before the step draws from
+            # it, the weights before the update).
             self._engine_at_start = self.engine.state_dict()
             self._weights_at_start = self.weights.state_dict()
         self._decide_compile()
@@ -421,9 +421,12 @@ class _Run:
 
     # ---- checkpoints ---------------------------------------------------------------------
 
-    def _maybe_checkpoint(self, loss: torch.Tensor) -> None:
+    def _checkpoint_due(self) -> bool:
         every = self.settings.checkpoint_every
-        if every and self.result.steps - (self._last_saved or 0) >= every:
+        return bool(every) and self.result.steps - (self._last_saved or 0) >= every
+
+    def _maybe_checkpoint(self, loss: torch.Tensor) -> None:
+        if self._checkpoint_due():
             self._checkpoint(loss)
 
     def _checkpoint(self, loss: torch.Tensor) -> None:
