@@ -3,6 +3,8 @@
 The public surface, flat: everything a problem module, a notebook or the CLI uses.
 """
 
+import importlib
+
 from pinn.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from pinn.conditions import Condition, Dirichlet, Initial, Neumann, Periodic, Robin
 from pinn.constraints import HardConstraint
@@ -28,7 +30,6 @@ from pinn.derivatives.taylor import (
 )
 from pinn.embeddings import FourierFeatures
 from pinn.errors import ConfigError, NotPointwiseError, PinnError, TrainingDiverged
-from pinn.experiment import compose_config, train
 from pinn.geometry import (
     REFINEMENTS,
     SAMPLING_METHODS,
@@ -50,7 +51,6 @@ from pinn.geometry import (
 from pinn.loss import loss_terms, weighted_sum
 from pinn.models import MLP
 from pinn.observations import Observations
-from pinn.plots import plot_loss, plot_solution
 from pinn.problem import Problem, load_problem
 from pinn.settings import TrainSettings
 from pinn.trainer import FitResult, fit
@@ -127,3 +127,20 @@ __all__ = [
     "train",
     "weighted_sum",
 ]
+
+# The run layer (Hydra) and the plots (matplotlib), imported on first use: a script or notebook
+# that only trains does not wait for them.
+_ON_FIRST_USE = {
+    "compose_config": "pinn.experiment",
+    "train": "pinn.experiment",
+    "plot_loss": "pinn.plots",
+    "plot_solution": "pinn.plots",
+}
+
+
+def __getattr__(name: str):
+    if name in _ON_FIRST_USE:
+        return getattr(importlib.import_module(_ON_FIRST_USE[name]), name)
+    if name in ("experiment", "plots"):  # `pinn.plots.solution_figure(...)` after `import pinn`
+        return importlib.import_module(f"pinn.{name}")
+    raise AttributeError(f"module 'pinn' has no attribute {name!r}")
