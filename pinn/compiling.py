@@ -1,7 +1,7 @@
 """Compiled training steps: whether `trainer.compile` compiles a run, and the compiled loss.
 
-    compiled, why = compile_decision("auto", engine, settings, device)
-    loss_of = CompiledLoss(lambda batch: weights.total(loss_terms(...)), fallback=eager)
+    compiled, why = compile_decision("auto", engine.compile_blockers(), steps, device)
+    loss_of = CompiledLoss(lambda batch: weights.total(loss_terms(...)), required=False)
 
 What is compiled is the loss of a batch: every field's Taylor pass, the residuals, the
 conditions and the weighted sum, as one graph (`torch.compile(fullgraph=True)`); autograd
@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from pinn.errors import ConfigError
+from pinn.errors import ConfigError, first_line
 
 COMPILE = ("auto", "true", "false")
 # `auto` compiles from this many Adam steps on: compiling the step takes 10-40 s on a small
@@ -108,7 +108,7 @@ class CompiledLoss:
         try:
             return self._compiled(*args)
         except Exception as error:  # torch._dynamo's and inductor's errors have no common base
-            reason = _first_line(error)
+            reason = first_line(error) or type(error).__name__
             self._compiled = None
             if self.required:
                 raise ConfigError(
@@ -145,8 +145,3 @@ def _own_code(function: Callable) -> Callable:
 
     code = call.__code__.replace()  # an equal but distinct code object
     return types.FunctionType(code, call.__globals__, call.__name__, None, call.__closure__)
-
-
-def _first_line(error: Exception) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__

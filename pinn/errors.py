@@ -19,6 +19,12 @@ class TrainingDiverged(PinnError, RuntimeError):
     """The loss became NaN or infinite; the last good checkpoint is kept on disk."""
 
 
+def first_line(error: Exception) -> str:
+    """The first line of an exception's message ("" for an empty one), for a one-line report."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else ""
+
+
 def is_finite_number(value: object) -> bool:
     """Whether `value` is a finite int or float (a bool is not a number here)."""
     is_number = isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -25,6 +25,7 @@ with each one's current value.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Mapping
@@ -39,7 +40,7 @@ from tqdm.auto import tqdm
 from pinn.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from pinn.compiling import CompiledLoss, compile_decision
 from pinn.derivatives import check_pointwise
-from pinn.derivatives.engines import Engine, log
+from pinn.derivatives.engines import Engine
 from pinn.derivatives.stochastic import LaplacianEstimator
 from pinn.errors import ConfigError, TrainingDiverged
 from pinn.geometry import Batch, PointSampler, residual_magnitude
@@ -51,6 +52,8 @@ from pinn.schedules import adam_schedule
 from pinn.settings import TrainSettings, shaping
 from pinn.validation import Validator
 from pinn.weighting import LossWeights
+
+log = logging.getLogger("pinn")
 
 
 @dataclass
@@ -185,6 +188,7 @@ class _Run:
         # loss and its terms, read only where a row or checkpoint is written.
         self._first_bad: torch.Tensor | None = None
         self._bad_values: torch.Tensor | None = None
+        self._watched: list[str] = []  # the names of the terms after the loss in _bad_values
 
     def train(self) -> FitResult:
         if self.phase == "done":
@@ -346,7 +350,7 @@ class _Run:
         """Record, on the device (no wait), whether this Adam step's loss is the first bad one."""
         values = torch.stack([loss.detach(), *(value.detach() for value in terms.values())])
         if self._first_bad is None:
-            self._watched = list(terms)  # the names of the terms after the loss in `values`
+            self._watched = list(terms)
             self._first_bad = torch.full((), -1, dtype=torch.long, device=loss.device)
             self._bad_values = torch.zeros_like(values)
         first = (self._first_bad < 0) & ~torch.isfinite(values[0])
@@ -358,22 +362,25 @@ class _Run:
         if self._first_bad is None or int(self._first_bad) < 0:
             return
         loss, *terms = self._bad_values.tolist()
-        values = dict(zip(self._watched, (torch.tensor(t) for t in terms)))
-        self._require_finite(values, torch.tensor(loss), int(self._first_bad), "adam")
+        bad = [name for name, value in zip(self._watched, terms) if not math.isfinite(value)]
+        self._diverged(loss, bad, int(self._first_bad), "adam")
 
     def _require_finite(
         self, terms: dict[str, torch.Tensor], loss: torch.Tensor, step: int, phase: str
     ) -> None:
-        if torch.isfinite(loss):
-            return
-        bad = [name for name, value in terms.items() if not torch.isfinite(value)]
+        if not torch.isfinite(loss):
+            bad = [name for name, value in terms.items() if not torch.isfinite(value)]
+            self._diverged(loss.item(), bad, step, phase)
+
+    def _diverged(self, loss: float, bad: list[str], step: int, phase: str) -> None:
+        """Stop the run: the loss at `step` was `loss`, with the non-finite terms `bad`."""
         where = (
             f"written at step {self._last_saved}"
             if self._last_saved is not None
             else ("not written: no step finished with a finite loss")
         )
         raise TrainingDiverged(
-            f"the loss became {loss.item()} at step {step} ({phase}; "
+            f"the loss became {loss} at step {step} ({phase}; "
             f"non-finite terms: {bad}). Training stopped; the last good checkpoint was "
             f"{where}. Try a lower trainer.lr, float64 (dtype=float64), or other weights."
         )

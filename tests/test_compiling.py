@@ -10,13 +10,14 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from pinn import ConfigError, TrainSettings, fit
+from pinn import MLP, ConfigError, TrainSettings, fit
 from pinn.compiling import CompiledLoss, check_compile, compile_decision
 from pinn.derivatives.engines import Engine
 from pinn.experiment import build_model, compose_config, load_problem
 from pinn.geometry import PointSampler
 from pinn.loss import loss_terms
 from pinn.weighting import LossWeights
+from problems.poisson import Poisson
 
 # torch.compile's CPU code is C++: without a compiler these tests have nothing to compile with.
 needs_compiler = pytest.mark.skipif(
@@ -93,8 +94,6 @@ def test_compiled_loss_and_gradients_match_eager_every_problem(name):
 
 
 def small_fit(compile_setting: str, steps: int = 25, **options):
-    from pinn import MLP
-    from problems.poisson import Poisson
 
     problem = Poisson(hard_boundary=False)
     model = MLP(2, 1, 16, 2, lower=[0, 0], upper=[1, 1], generator=torch.Generator().manual_seed(0))

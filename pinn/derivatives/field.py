@@ -83,7 +83,7 @@ class Field:
         self.f = f
         # Differentiable copies of the points, for autograd; not in a compiled step, which
         # holds only planned Taylor fields (their values need no graph back to the points).
-        self.x = x.detach() if not validating() else x.detach().requires_grad_(True)
+        self.x = x.detach().requires_grad_(True) if validating() else x.detach()
         self.requests = Requests()
         self.estimator = estimator
         self._drawn: tuple[torch.Tensor, float] | None = None  # the estimator's directions

@@ -32,7 +32,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from pinn.compiling import validating
 from pinn.derivatives.orders import Order
 from pinn.derivatives.rules import Terms, gives_constant, rule_for
-from pinn.errors import PinnError
+from pinn.errors import PinnError, first_line
 
 Tensor = torch.Tensor
 
@@ -114,25 +114,36 @@ class _Call:
 
 
 def _resolve(template: object, values: list[object]) -> object:
-    """`template` with each `_Slot` replaced by its value (through lists, tuples and dicts)."""
+    """`template` with each `_Slot` replaced by its value (through lists, tuples, dicts and
+    slices)."""
     if isinstance(template, _Slot):
         return values[template.index]
     if isinstance(template, (list, tuple)):
         return type(template)(_resolve(item, values) for item in template)
     if isinstance(template, dict):
         return {key: _resolve(item, values) for key, item in template.items()}
+    if isinstance(template, slice):
+        parts = (template.start, template.stop, template.step)
+        return slice(*(_resolve(part, values) for part in parts))
     return template
 
 
-def _plain(template: object) -> object:
-    """fx's immutable lists and dicts as plain ones (torch.compile passes those to operations)."""
-    if isinstance(template, tuple):
-        return tuple(_plain(item) for item in template)
-    if isinstance(template, list):
-        return [_plain(item) for item in template]
-    if isinstance(template, dict):
-        return {key: _plain(item) for key, item in template.items()}
-    return template
+def _template(argument: object, slots: dict[fx.Node, object]) -> object:
+    """A node's argument with each graph node replaced by its slot (or constant), in plain
+    tuples, lists and dicts (fx's immutable ones are not what torch.compile passes on)."""
+    if isinstance(argument, fx.Node):
+        return slots[argument]
+    if isinstance(argument, tuple):
+        return tuple(_template(item, slots) for item in argument)
+    if isinstance(argument, list):
+        return [_template(item, slots) for item in argument]
+    if isinstance(argument, dict):
+        return {key: _template(item, slots) for key, item in argument.items()}
+    if isinstance(argument, slice):
+        return slice(
+            *(_template(part, slots) for part in (argument.start, argument.stop, argument.step))
+        )
+    return argument
 
 
 def _program(graph: fx.GraphModule, rules: dict) -> tuple[list[_Call], object]:
@@ -147,11 +158,11 @@ def _program(graph: fx.GraphModule, rules: dict) -> tuple[list[_Call], object]:
         elif node.op == "get_attr":  # a constant captured while tracing: held by value
             slots[node] = getattr(graph, node.target)
         elif node.op == "call_function":
-            args, kwargs = _plain(fx.node.map_arg((node.args, node.kwargs), slots.__getitem__))
+            args, kwargs = _template((node.args, node.kwargs), slots)
             program.append(_Call(node.target, args, kwargs, rules.get(node)))
             slots[node], count = _Slot(count), count + 1
         elif node.op == "output":
-            output = fx.node.map_arg(node.args[0], slots.__getitem__)
+            output = _template(node.args[0], slots)
     return program, output
 
 
@@ -198,7 +209,7 @@ def _trace(model: Callable, x: Tensor) -> Traced:
     except Exception as error:  # tracing fails on value-dependent Python (if, .item(), ...)
         raise TaylorModeUnsupported(
             f"{_name(model)} could not be traced into torch operations ({type(error).__name__}: "
-            f"{_first_line(error)}); a forward that branches on the values of its points "
+            f"{first_line(error)}); a forward that branches on the values of its points "
             "(an `if` on a tensor, .item(), .tolist()) cannot run in Taylor mode: use "
             "torch.where instead, or the autograd engine"
         ) from None
@@ -304,11 +315,6 @@ def _name(model: Callable) -> str:
         if isinstance(model, nn.Module)
         else getattr(model, "__name__", "the model")
     )
-
-
-def _first_line(error: Exception) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else ""
 
 
 def _cache_of(model: object) -> dict:
