@@ -28,7 +28,7 @@ import torch
 
 from pinn.errors import ConfigError
 from pinn.geometry.rfunctions import equivalence, trimmed_distance
-from pinn.geometry.sampling import check_method, share, unit_cube
+from pinn.geometry.sampling import check_method, onto, share, unit_cube
 
 Tensor = torch.Tensor
 _DEFAULT_NAMES = ("x", "y", "z")
@@ -245,7 +245,7 @@ class Domain:
         device: str | torch.device = "cpu",
     ) -> Tensor:
         """(n, d) points inside, drawn by `method` (uniform, sobol or lhs) from `generator`."""
-        return self.interior_float64(n, generator, method).to(dtype=dtype, device=device)
+        return onto(self.interior_float64(n, generator, method), dtype, device)
 
     def interior_float64(self, n: int, generator: torch.Generator, method: str) -> Tensor:
         """(n, d) interior points in float64 on the CPU: what `sample_interior` casts."""
@@ -275,11 +275,10 @@ class Domain:
             points.append(on_piece)
             normals.append(normal)
             parts.append(torch.full((count,), self.part_names.index(piece.name)))
-        like = dict(dtype=dtype, device=device)
         return BoundaryPoints(
-            torch.cat(points).to(**like),
-            torch.cat(normals).to(**like),
-            torch.cat(parts).to(device=device),
+            onto(torch.cat(points), dtype, device),
+            onto(torch.cat(normals), dtype, device),
+            onto(torch.cat(parts), torch.int64, device),
             self.part_names,
             self,
         )

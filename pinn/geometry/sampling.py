@@ -2,11 +2,13 @@
 
 Every domain draws its points from `unit_cube` and maps them: exactly (a box, a ball) or by
 rejection from its bounding box (polygons, constructive geometry). All draws come from a
-`torch.Generator`, in float64 on the CPU, so they are the same on every device and dtype.
+`torch.Generator`, in float64 on the CPU, so they are the same on every device and dtype;
+`onto` moves them to the training device without a host sync.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -32,13 +34,36 @@ def unit_cube(n: int, dim: int, generator: torch.Generator, method: str) -> torc
     if method == "uniform":
         return torch.rand(n, dim, generator=generator, dtype=torch.float64)
     if method == "sobol":
-        # A fresh scramble seed from the generator: every draw is a new, seeded Sobol set.
-        seed = int(torch.randint(0, 2**31 - 1, (1,), generator=generator))
-        engine = torch.quasirandom.SobolEngine(dim, scramble=True, seed=seed)
-        return engine.draw(n, dtype=torch.float64)
+        # A random digital shift of the first n Sobol points: XOR with one random 30-bit word
+        # per coordinate keeps the net's stratification and makes each point uniform on the
+        # cube. The net is computed once per (n, dim), so a redraw costs a few integer ops.
+        shift = torch.randint(0, 2**_SOBOL_BITS, (dim,), generator=generator)
+        return (_sobol_net(n, dim) ^ shift).to(torch.float64) / 2**_SOBOL_BITS
     strata = torch.stack([torch.randperm(n, generator=generator) for _ in range(dim)], dim=1)
     jitter = torch.rand(n, dim, generator=generator, dtype=torch.float64)
     return (strata + jitter) / n
+
+
+_SOBOL_BITS = torch.quasirandom.SobolEngine.MAXBIT  # 30: the digits every Sobol point has
+
+
+@functools.lru_cache(maxsize=32)
+def _sobol_net(n: int, dim: int) -> torch.Tensor:
+    """(n, dim) int64: the first n unscrambled Sobol points in `dim` dimensions, times 2^30."""
+    engine = torch.quasirandom.SobolEngine(dim, scramble=False)
+    return (engine.draw(n, dtype=torch.float64) * 2**_SOBOL_BITS).to(torch.int64)
+
+
+def onto(drawn: torch.Tensor, dtype: torch.dtype, device: str | torch.device) -> torch.Tensor:
+    """`drawn` (on the CPU) cast to `dtype` and copied to `device` without waiting on it.
+
+    A plain copy to a GPU from pageable memory makes the host wait for the GPU's queue, once
+    per redraw; from pinned memory the copy is queued behind the step and the host runs on.
+    """
+    cast = drawn.to(dtype=dtype)
+    if torch.device(device).type != "cuda":
+        return cast.to(device=device)
+    return cast.pin_memory().to(device=device, non_blocking=True)
 
 
 def share(total: int, weights: list[float]) -> list[int]:
