@@ -5,7 +5,6 @@ The public surface, flat: everything a problem module, a notebook or the CLI use
 
 import importlib
 
-from pinn.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from pinn.conditions import Condition, Dirichlet, Initial, Neumann, Periodic, Robin
 from pinn.constraints import HardConstraint
 from pinn.derivatives import (
@@ -29,7 +28,13 @@ from pinn.derivatives.taylor import (
     taylor_supported,
 )
 from pinn.embeddings import FourierFeatures
-from pinn.errors import ConfigError, NotPointwiseError, PinnError, TrainingDiverged
+from pinn.errors import (
+    CheckpointError,
+    ConfigError,
+    NotPointwiseError,
+    PinnError,
+    TrainingDiverged,
+)
 from pinn.geometry import (
     REFINEMENTS,
     SAMPLING_METHODS,
@@ -52,11 +57,17 @@ from pinn.loss import loss_terms, weighted_sum
 from pinn.models import MLP
 from pinn.observations import Observations
 from pinn.problem import Problem, load_problem
-from pinn.settings import TrainSettings
-from pinn.trainer import FitResult, fit
+from pinn.training import (
+    WEIGHTINGS,
+    FitResult,
+    LossWeights,
+    TrainSettings,
+    fit,
+    load_checkpoint,
+    save_checkpoint,
+)
 from pinn.unknowns import Unknowns
 from pinn.validation import Validator, evaluation_points
-from pinn.weighting import WEIGHTINGS, LossWeights
 
 __all__ = [
     "register_elementwise",

@@ -1,13 +1,20 @@
-"""`python -m pinn problem=<name> [key=value ...]`: a thin Hydra entry point around `train`."""
+"""`python -m pinn problem=<name> [key=value ...]`: a thin Hydra entry point around `train`.
+
+Under `torchrun --nproc_per_node=N -m pinn ...` each process runs this; only rank 0 keeps a
+Hydra run directory and log.
+"""
 
 import sys
+import tempfile
 
 import hydra
+import torch.distributed as dist
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from pinn.errors import PinnError
+from pinn.errors import PinnError, first_line
 from pinn.experiment import train
+from pinn.training.distributed import World, launched, stop
 
 
 @hydra.main(config_path="../conf", config_name="config", version_base="1.3")
@@ -18,8 +25,38 @@ def main(cfg: DictConfig) -> float | None:
     except PinnError as error:
         print(f"pinn: error: {error}", file=sys.stderr)
         sys.exit(1)
-    print(summary(metrics, run_dir))
+    except dist.DistError as error:  # a peer died, or a collective outwaited its timeout
+        world = World.current()
+        print(
+            f"pinn: error: process {world.rank} of {world.size} lost the others "
+            f"({first_line(error)}); the run stopped. Its last checkpoint stays readable: "
+            "resume=<run dir> with the same torchrun command continues it.",
+            file=sys.stderr,
+        )
+        sys.exit(1)
+    finally:
+        stop()
+    place = launched()
+    if place is None or place[0] == 0:  # rank 0 speaks for all
+        print(summary(metrics, run_dir))
     return metrics["rel_l2"]  # what a Hydra sweeper would minimise
+
+
+def quiet_overrides() -> list[str]:
+    """Hydra overrides for a torchrun process other than rank 0: no run directory of its own
+    (rank 0's name holds a timestamp another process may not share), no .hydra/, no log.
+
+    Its run directory is the system's temporary directory, which exists: Hydra creates
+    nothing there, and `train` writes nothing from a rank other than 0."""
+    place = launched()
+    if place is None or place[0] == 0:
+        return []
+    return [
+        f"hydra.run.dir={tempfile.gettempdir()}",
+        "hydra.output_subdir=null",
+        "hydra/job_logging=disabled",
+        "hydra/hydra_logging=disabled",
+    ]
 
 
 def summary(metrics: dict, run_dir: str) -> str:
@@ -48,4 +85,5 @@ def summary(metrics: dict, run_dir: str) -> str:
 
 
 if __name__ == "__main__":
+    sys.argv += quiet_overrides()
     main()

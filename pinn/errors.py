@@ -15,6 +15,10 @@ class NotPointwiseError(PinnError, ValueError):
     """A model couples the points of a batch, so per-point derivatives would be wrong."""
 
 
+class CheckpointError(PinnError, ValueError):
+    """A file is not a readable pinn checkpoint, or not one of this run."""
+
+
 class TrainingDiverged(PinnError, RuntimeError):
     """The loss became NaN or infinite; the last good checkpoint is kept on disk."""
 

@@ -18,18 +18,19 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from pinn.checkpoint import CHECKPOINT_NAME
 from pinn.constraints import constrain
 from pinn.derivatives.stochastic import LaplacianEstimator
 from pinn.errors import ConfigError
 from pinn.geometry import PointSampler, Refinement
-from pinn.history import HISTORY_NAME, HistoryCSV
 from pinn.models import MLP, input_box
 from pinn.plots import plot_loss, plot_solution
 from pinn.problem import Problem, load_problem
 from pinn.resume import checkpoint_file, load_resume
-from pinn.settings import TrainSettings
-from pinn.trainer import FitResult, fit
+from pinn.training.checkpoint import CHECKPOINT_NAME
+from pinn.training.distributed import process_device, rank_seed, start
+from pinn.training.history import HISTORY_NAME, HistoryCSV
+from pinn.training.loop import FitResult, fit
+from pinn.training.settings import TrainSettings
 from pinn.validation import Validator, can_validate, evaluation_points, predict
 
 PREDICTION_NAME = "prediction.npz"
@@ -60,18 +61,24 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
     (`pinn.resume`: the config must be the saved one) and writes the whole run, history from
     step 0 included, into `run_dir`. Nothing is written into the resumed directory unless it is
     `run_dir` itself, and then only states later than the saved one.
+
+    Under torchrun (`pinn.training.distributed`) every process runs this with the same config:
+    it joins the process group, draws `problem.n_interior` and `problem.n_boundary` points of
+    its own (per process, from a generator seeded for its rank), and only rank 0 writes
+    `run_dir`; every process returns the metrics.
     """
     run_dir = Path(run_dir)
     resume = load_resume(cfg)  # first: a bad checkpoint or config costs nothing
-    dtype, device = _dtype(cfg.dtype), _device(cfg.device)
+    dtype, device = _dtype(cfg.dtype), process_device(_device(cfg.device))
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
     seed = _seed(cfg.seed)
+    world = start(device, cfg.distributed.timeout_s)
     problem = load_problem(cfg.problem.target, OmegaConf.to_container(cfg.problem.params))
     model = build_model(problem, cfg.model, seed).to(dtype=dtype, device=device)
     unknowns = problem.attach_unknowns(dtype, device, _initial_guesses(cfg.problem))
     settings = TrainSettings(**OmegaConf.to_container(cfg.trainer))
-    generator = torch.Generator().manual_seed(seed + 1)
+    generator = torch.Generator().manual_seed(rank_seed(seed + 1, world.rank))
     points = PointSampler(
         problem.domain,
         cfg.problem.n_interior,
@@ -82,14 +89,15 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
         device,
         refinement=Refinement(**OmegaConf.to_container(cfg.refinement)),
     )
-    estimator = laplacian_estimator(cfg.laplacian, seed, device)
+    estimator = laplacian_estimator(cfg.laplacian, rank_seed(seed, world.rank), device)
     validator = Validator(problem, dtype=dtype, device=device) if can_validate(problem) else None
     resolved = OmegaConf.to_container(cfg, resolve=True)
 
-    if resume is not None:
-        _announce(cfg.resume, resume, run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    if world.is_main:
+        if resume is not None:
+            _announce(cfg.resume, resume, run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
     started = time.perf_counter()
     result = fit(
         problem,
@@ -104,15 +112,17 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
         resume_from=resume,
         history_path=run_dir / HISTORY_NAME,
         estimator=estimator,
+        world=world,
     )
     # Training time over every invocation of the run (what a resumed one did before, too).
     wall_time = time.perf_counter() - started + (resume["training"]["time_s"] if resume else 0)
 
     metrics = summarise(result, validator, model, wall_time, unknowns.values())
-    if unknowns.names:
-        learned = ", ".join(f"{name} = {value:.6g}" for name, value in unknowns.values().items())
-        log.info("learned unknowns: %s", learned)
-    write_outputs(run_dir, problem, model, result, metrics, validator)
+    if world.is_main:
+        if unknowns.names:
+            learned = ", ".join(f"{n} = {value:.6g}" for n, value in unknowns.values().items())
+            log.info("learned unknowns: %s", learned)
+        write_outputs(run_dir, problem, model, result, metrics, validator)
     return metrics
 
 

@@ -28,8 +28,8 @@ from matplotlib.tri import Triangulation
 from pinn.derivatives.field import Model
 from pinn.geometry import Domain, SpaceTime
 from pinn.problem import Problem
+from pinn.training.weighting import WEIGHT_PREFIX
 from pinn.validation import Validator, can_validate, predict
-from pinn.weighting import WEIGHT_PREFIX
 
 _NON_TERMS = {"step", "phase", "lr", "rel_l2", "time_s"}
 _SNAPSHOTS = 4  # times at which a 1-D + time solution is drawn as curves
@@ -272,7 +272,7 @@ def loss_columns(row: dict, skip: Collection[str] = ()) -> list[str]:
     """The columns of a history row that hold the loss or a loss term, in order.
 
     Left out: the bookkeeping (step, phase, lr, rel_l2, time_s), the loss weights
-    (`weight_<term>`, `pinn.weighting`) and the names in `skip` (a problem's unknowns).
+    (`weight_<term>`, `pinn.training.weighting`) and the names in `skip` (a problem's unknowns).
     """
     return [
         key

@@ -16,10 +16,16 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from pinn.checkpoint import CHECKPOINT_NAME, CheckpointError, load_checkpoint
-from pinn.errors import ConfigError
+from pinn.errors import CheckpointError, ConfigError
+from pinn.training.checkpoint import CHECKPOINT_NAME, load_checkpoint
 
-FREE_KEYS = ("resume", "threads", "trainer.progress", "trainer.checkpoint_every")
+FREE_KEYS = (
+    "resume",
+    "threads",
+    "trainer.progress",
+    "trainer.checkpoint_every",
+    "distributed.timeout_s",
+)
 
 
 def checkpoint_file(resume: str | Path) -> Path:

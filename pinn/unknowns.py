@@ -21,8 +21,7 @@ from collections.abc import Mapping
 import torch
 from torch import nn
 
-from pinn.checkpoint import CheckpointError
-from pinn.errors import ConfigError, is_finite_number
+from pinn.errors import CheckpointError, ConfigError, is_finite_number
 
 # Columns every history row has already: an unknown may not take one of their names.
 RESERVED = ("step", "phase", "loss", "lr", "rel_l2", "time_s")

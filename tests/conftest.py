@@ -8,7 +8,7 @@ import io
 import pytest
 import torch
 
-import pinn.trainer
+import pinn.training.loop
 
 SEED = 20240607
 
@@ -44,5 +44,5 @@ def written_checkpoints(monkeypatch) -> list[bytes]:
         torch.save(state, buffer)
         written.append(buffer.getvalue())
 
-    monkeypatch.setattr(pinn.trainer, "save_checkpoint", keep)
+    monkeypatch.setattr(pinn.training.loop, "save_checkpoint", keep)
     return written

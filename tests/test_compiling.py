@@ -16,7 +16,7 @@ from pinn.derivatives.engines import Engine
 from pinn.experiment import build_model, compose_config, load_problem
 from pinn.geometry import PointSampler
 from pinn.loss import loss_terms
-from pinn.weighting import LossWeights
+from pinn.training.weighting import LossWeights
 from problems.poisson import Poisson
 
 # torch.compile's CPU code is C++: without a compiler these tests have nothing to compile with.

@@ -2,7 +2,7 @@
 
 import csv
 
-from pinn.history import HistoryCSV
+from pinn.training.history import HistoryCSV
 
 
 def read(path):

@@ -17,8 +17,7 @@ from typing import Any
 
 import torch
 
-from pinn.checkpoint import CheckpointError
-from pinn.errors import ConfigError, require_int
+from pinn.errors import CheckpointError, ConfigError, require_int
 from pinn.geometry.domain import BoundaryPoints, Domain
 from pinn.geometry.refinement import Refinement, evaluate
 from pinn.geometry.sampling import check_method

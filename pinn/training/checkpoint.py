@@ -10,14 +10,10 @@ from typing import Any
 
 import torch
 
-from pinn.errors import PinnError
+from pinn.errors import CheckpointError
 
 CHECKPOINT_NAME = "checkpoint.pt"
 _FORMAT = "pinn-checkpoint-1"
-
-
-class CheckpointError(PinnError, ValueError):
-    """A file is not a readable pinn checkpoint."""
 
 
 def save_checkpoint(path: str | Path, state: dict[str, Any]) -> None:

@@ -12,6 +12,10 @@ model in memory may by then hold the non-finite parameters that followed.
 `settings.compile` compiles each step's loss with torch.compile (`pinn.compiling`) from the
 second step on, once the first has recorded what each residual asks for.
 
+Inside a process group (torchrun, `pinn.training.distributed`), `fit` trains data-parallel: each
+process its own points, the gradients, loss and terms averaged over the processes after every
+backward pass; only rank 0 writes the checkpoint and history and shows progress.
+
 A checkpoint holds the whole state of the run (see `_Run.checkpoint_state`), so
 
     result  = fit(problem, model, settings, points, resume_from="run/checkpoint.pt")
@@ -37,21 +41,22 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from pinn.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from pinn.compiling import CompiledLoss, compile_decision
 from pinn.derivatives import check_pointwise
 from pinn.derivatives.engines import Engine
 from pinn.derivatives.stochastic import LaplacianEstimator
-from pinn.errors import ConfigError, TrainingDiverged
+from pinn.errors import CheckpointError, ConfigError, TrainingDiverged
 from pinn.geometry import Batch, PointSampler, residual_magnitude
-from pinn.history import HistoryCSV
-from pinn.lbfgs import LBFGS
 from pinn.loss import loss_terms
 from pinn.problem import Problem
-from pinn.schedules import adam_schedule
-from pinn.settings import TrainSettings, shaping
+from pinn.training.checkpoint import load_checkpoint, save_checkpoint
+from pinn.training.distributed import World
+from pinn.training.history import HistoryCSV
+from pinn.training.lbfgs import LBFGS
+from pinn.training.schedules import adam_schedule
+from pinn.training.settings import TrainSettings, shaping
+from pinn.training.weighting import LossWeights
 from pinn.validation import Validator
-from pinn.weighting import LossWeights
 
 log = logging.getLogger("pinn")
 
@@ -82,6 +87,7 @@ def fit(
     resume_from: Mapping[str, Any] | str | Path | None = None,
     history_path: str | Path | None = None,
     estimator: LaplacianEstimator | None = None,
+    world: World | None = None,
 ) -> FitResult:
     """Train `model` on `problem` in place: Adam for `settings.steps`, then L-BFGS.
 
@@ -102,6 +108,12 @@ def fit(
         estimator: estimate every residual's `u.laplacian()` from random directions
             (`LaplacianEstimator`) instead of computing it exactly. The loss is then random, so
             L-BFGS (which needs a deterministic loss) is refused: Adam only.
+        world: the processes training this model together (`World.current()`, the default,
+            reads torch.distributed's default group: one process when there is none). Every
+            process calls `fit` with the same arguments but its own `points` (its generator
+            seeded apart, `rank_seed`); the losses in the history are averages over the
+            processes, and only rank 0 writes `checkpoint_path` and `history_path` and
+            validates (the other ranks' rows have no rel_l2).
 
     A problem that declares unknowns trains them too: those attached to it (by
     `problem.attach_unknowns` or an earlier fit), or else fresh ones at their declared guesses
@@ -119,6 +131,7 @@ def fit(
                 "a deterministic one: set trainer.lbfgs_steps=0 (Adam only), or "
                 "laplacian.method=exact"
             )
+    world = world or World.current()
     run = _Run(
         problem,
         model,
@@ -132,7 +145,8 @@ def fit(
         checkpoint_path,
         dict(checkpoint_extra or {}),
         Engine(engine, model, _probe(problem, model, points), estimator=estimator),
-        HistoryCSV(history_path) if history_path is not None else None,
+        HistoryCSV(history_path) if history_path is not None and world.is_main else None,
+        world,
     )
     if resume_from is not None:
         is_path = isinstance(resume_from, (str, Path))
@@ -162,6 +176,7 @@ class _Run:
         extra,
         engine,
         history_file,
+        world,
     ):
         self.problem, self.model, self.settings = problem, model, settings
         self.unknowns = unknowns
@@ -169,7 +184,7 @@ class _Run:
         self.parameters = [*model.parameters(), *unknowns.parameters()]
         self.points, self.weights, self.validator = points, weights, validator
         self.checkpoint_path, self.checkpoint_extra = path, extra
-        self.engine, self.history_file = engine, history_file
+        self.engine, self.history_file, self.world = engine, history_file, world
         self.result = FitResult()
         self.phase = "adam"
         self.batch: Batch | None = None
@@ -196,10 +211,11 @@ class _Run:
         if self.batch is None:  # a fresh run (a resumed one has its batch back)
             self.batch = self.points.draw()
         check_pointwise(self.model, self.batch.interior)
+        self.world.broadcast_(self.parameters)  # every process starts from rank 0's
         self.bar = tqdm(
             total=self.settings.steps + self.settings.lbfgs_steps,
             initial=self.result.steps,
-            disable=not self.settings.progress,
+            disable=not (self.settings.progress and self.world.is_main),
             desc=self.phase,
             dynamic_ncols=True,
         )
@@ -208,7 +224,8 @@ class _Run:
                 self._adam()
             self._lbfgs()
             # The final loss, at the final parameters, and the checkpoint that goes with it.
-            terms, loss = self._loss(self.batch, phase="final")
+            terms, loss = self._reduce(*self._loss(self.batch, phase="final"))
+            self._require_finite(terms, loss, self.result.steps, "final")
             self.phase = "done"
             self._log(self.result.steps, "final", terms, loss, force=True)
             self._checkpoint(loss)
@@ -240,10 +257,12 @@ class _Run:
                 self.batch = self.points.refine(self._residual_magnitude)
             self.optimizer.zero_grad(set_to_none=True)
             terms, loss = self._loss(self.batch, phase="adam", step=step)
+            loss.backward()
+            terms, loss = self._reduce(terms, loss, gradients=True)
+            self._watch(step, terms, loss)
             # The state at the start of this step (written only if its loss is finite).
             self._maybe_checkpoint(loss)
             self._log(step, "adam", terms, loss, lr=self.optimizer.param_groups[0]["lr"])
-            loss.backward()
             self.optimizer.step()
             self.scheduler.step()
             self._advance()
@@ -257,7 +276,7 @@ class _Run:
         self.phase = "lbfgs"
         self.bar.set_description("lbfgs")
         # Chunks of `log_every` iterations, a checkpoint maybe between them; a history row for
-        # each iteration, with the loss of its parameters (no extra evaluation: `pinn.lbfgs`).
+        # each iteration, with the loss of its parameters (no extra evaluation: see LBFGS).
         every = self.settings.log_every
         chunk = min(every, total)
         optimizer = LBFGS(
@@ -274,6 +293,8 @@ class _Run:
             optimizer.zero_grad()
             terms, loss = self._loss(self.batch, phase="lbfgs")
             loss.backward()
+            terms, loss = self._reduce(terms, loss, gradients=True)
+            self._require_finite(terms, loss, self.result.steps, "lbfgs")
             return loss, {name: value.detach() for name, value in terms.items()}
 
         last = {}
@@ -289,7 +310,8 @@ class _Run:
             done, why = optimizer.iterate(closure, min(chunk, remaining), on_iteration, tolerance)
             remaining -= done
             if why is not None:
-                tqdm.write(f"L-BFGS stopped after {total - remaining} iterations: {why}.")
+                if self.world.is_main:
+                    tqdm.write(f"L-BFGS stopped after {total - remaining} iterations: {why}.")
                 return
             self._maybe_checkpoint(last["loss"])
 
@@ -298,11 +320,7 @@ class _Run:
     def _loss(
         self, batch: Batch, phase: str, step: int | None = None
     ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-        """The terms and the weighted loss; at an Adam `step` the adaptive weights may move.
-
-        Outside Adam the loss is checked at once; an Adam step's check is recorded on the
-        device (`_watch`) and read at the next row or checkpoint.
-        """
+        """This process's terms and weighted loss; at an Adam `step` the weights may move."""
         if step is not None and self.checkpoint_path is not None and self._checkpoint_due():
             # The state at this step's start, for the checkpoint written after the loss: it
             # redoes the step on resume (the estimator's generator before the step draws from
@@ -315,13 +333,17 @@ class _Run:
         else:
             terms = loss_terms(self.problem, self.model, batch, self.engine)
             if step is not None:
-                self.weights.update(terms, self.model.parameters(), step)
+                self.weights.update(terms, self.model.parameters(), step, self.world.average_)
             loss = self.weights.total(terms)
-        if step is None:
-            self._require_finite(terms, loss, self.result.steps, phase)
-        else:
-            self._watch(step, terms, loss)
         return terms, loss
+
+    def _reduce(
+        self, terms: dict[str, torch.Tensor], loss: torch.Tensor, gradients: bool = False
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        """The terms and loss over all processes (`World.average_loss`), with `gradients`
+        the parameters' gradients too. Outside Adam the caller checks the loss at once; an
+        Adam step's check is recorded on the device (`_watch`), read at the next row."""
+        return self.world.average_loss(terms, loss, self.parameters if gradients else ())
 
     def _eager_loss(self, batch: Batch) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
         """What `CompiledLoss` compiles: the terms and their weighted sum (fixed weights)."""
@@ -368,6 +390,7 @@ class _Run:
     def _require_finite(
         self, terms: dict[str, torch.Tensor], loss: torch.Tensor, step: int, phase: str
     ) -> None:
+        """Raise at once if `loss` is not finite (L-BFGS and the final loss)."""
         if not torch.isfinite(loss):
             bad = [name for name, value in terms.items() if not torch.isfinite(value)]
             self._diverged(loss.item(), bad, step, phase)
@@ -415,7 +438,7 @@ class _Run:
         row.update(unknowns)
         if self.weights.method != "fixed":
             row.update(self.weights.row())
-        if self.validator is not None and validate:
+        if self.validator is not None and validate and self.world.is_main:
             row["rel_l2"] = self.validator.errors(self.model)["rel_l2"]
         row["time_s"] = time.perf_counter() - self.started
         self.result.history.append(row)
@@ -440,7 +463,9 @@ class _Run:
         if self.checkpoint_path is None:
             return
         self._check_watch()  # never a checkpoint after a non-finite loss
-        save_checkpoint(self.checkpoint_path, self.checkpoint_state(loss))
+        state = self.checkpoint_state(loss)  # on every process: it gathers each one's part
+        if self.world.is_main:
+            save_checkpoint(self.checkpoint_path, state)
         self._last_saved = self.result.steps
 
     def checkpoint_state(self, loss: torch.Tensor) -> dict[str, Any]:
@@ -452,9 +477,20 @@ class _Run:
         L-BFGS's curvature memory and counters) and scheduler (the decaying
         rate, Adam only); sampler (generator state before the current batch was drawn, and that
         batch, and refinement state); engine (its plans); weights (the loss weights this step
-        started with); settings (to check a resumption against); time_s.
+        started with); settings (to check a resumption against); time_s; processes (how many
+        trained together) and, for more than one, ranks: each process's sampler and engine,
+        in rank order (sampler and engine themselves are rank 0's).
         unknowns: {name: 0-d tensor} of the problem's unknowns ({} without any).
+
+        Called on every process at the same step: it gathers each one's part.
         """
+        engine = (
+            self._engine_at_start
+            if self.phase == "adam" and self._engine_at_start is not None
+            else self.engine.state_dict()
+        )
+        own = {"sampler": self.points.state_dict(), "engine": engine}
+        per_process = {"ranks": self.world.gather(own)} if self.world.size > 1 else {}
         return {
             "model": self.model.state_dict(),
             "unknowns": self.unknowns.state(),
@@ -465,17 +501,14 @@ class _Run:
                 "phase": self.phase,
                 "optimizer": self.optimizer.state_dict() if self.optimizer else None,
                 "scheduler": self.scheduler.state_dict() if self.scheduler else None,
-                "sampler": self.points.state_dict(),
-                "engine": (
-                    self._engine_at_start
-                    if self.phase == "adam" and self._engine_at_start is not None
-                    else self.engine.state_dict()
-                ),
+                **own,
                 "weights": (
                     self._weights_at_start if self.phase == "adam" else self.weights.state_dict()
                 ),
                 "settings": shaping(self.settings),
                 "time_s": time.perf_counter() - self.started,
+                "processes": self.world.size,
+                **per_process,
             },
             **self.checkpoint_extra,
         }
@@ -493,15 +526,24 @@ class _Run:
                 f"the checkpoint was trained with other settings, {training['settings']}, than "
                 f"these, {shaping(self.settings)}: a resumed run keeps its settings"
             )
+        processes = training.get("processes", 1)  # absent before distributed training
+        if processes != self.world.size:
+            raise ConfigError(
+                f"the checkpoint was written by a run of {processes} process(es), this one has "
+                f"{self.world.size}: resume it with as many (torchrun --nproc_per_node="
+                f"{processes}, or no torchrun for 1), since each process's points continue "
+                "its own generator"
+            )
+        own = training["ranks"][self.world.rank] if processes > 1 else training
         try:
             self.model.load_state_dict(state["model"])
         except RuntimeError as error:
             raise CheckpointError(f"the checkpoint's model is not this model: {error}") from error
         self.unknowns.load_state(state.get("unknowns", {}))
-        self.engine.load_state_dict(training["engine"])
+        self.engine.load_state_dict(own["engine"])
         if "weights" in training:  # absent from checkpoints written before adaptive weights
             self.weights.load_state_dict(training["weights"])
-        self.batch = self.points.load_state_dict(training["sampler"])
+        self.batch = self.points.load_state_dict(own["sampler"])
         self.phase, self.resumed = training["phase"], dict(training)
         self.result = FitResult(list(state["history"]), state["step"], resumed_from=state["step"])
         if self.phase == "done":

@@ -8,8 +8,8 @@ from typing import Any
 
 from pinn.compiling import check_compile
 from pinn.errors import ConfigError, require_int
-from pinn.schedules import check_schedule
-from pinn.weighting import LossWeights
+from pinn.training.schedules import check_schedule
+from pinn.training.weighting import LossWeights
 
 
 @dataclass
@@ -20,7 +20,7 @@ class TrainSettings:
         steps: Adam steps (>= 0).
         lr: Adam's initial learning rate (> 0).
         lr_decay: the learning rate falls to lr * lr_decay by the last Adam step.
-        schedule: how it falls, "exponential", "cosine" or "constant" (`pinn.schedules`).
+        schedule: how it falls, "exponential", "cosine" or "constant" (`pinn.training.schedules`).
         lbfgs_steps: L-BFGS iterations after Adam (>= 0), on the last points drawn.
         lbfgs_tolerance: stop L-BFGS after the first iteration that lowers the loss by less
             than this fraction of it (0 = run all `lbfgs_steps`); it also stops when its line
@@ -31,10 +31,10 @@ class TrainSettings:
             = never).
         resample_every: Adam steps between redraws of the points; 0 draws them once.
         weighting: "fixed" (the weights given to `fit`) or "lra", learning-rate annealing
-            (`pinn.weighting`): during Adam, every `weighting_every` steps, the condition and
-            data terms' weights move towards balancing their gradients with the residual's,
-            by `new = (1 - weighting_alpha) old + weighting_alpha estimate`. L-BFGS keeps the
-            last weights.
+            (`pinn.training.weighting`): during Adam, every `weighting_every` steps, the
+            condition and data terms' weights move towards balancing their gradients with the
+            residual's, by `new = (1 - weighting_alpha) old + weighting_alpha estimate`.
+            L-BFGS keeps the last weights.
         log_every: Adam steps between rows of the history (L-BFGS: one row per iteration), and
             steps between rel_l2 values, progress-bar updates and L-BFGS chunks.
         checkpoint_every: steps between checkpoints; 0 writes one only at the end.

@@ -21,7 +21,7 @@ its entries count in the mean's denominator, for L_r and L_i alike.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import torch
@@ -92,7 +92,11 @@ class LossWeights:
         return weighted_sum(terms, self._weights)
 
     def update(
-        self, terms: Mapping[str, torch.Tensor], parameters: Iterable[torch.Tensor], step: int
+        self,
+        terms: Mapping[str, torch.Tensor],
+        parameters: Iterable[torch.Tensor],
+        step: int,
+        average: Callable[[list[torch.Tensor]], None] | None = None,
     ) -> bool:
         """One LRA update when method is "lra" and `step % every == 0`; whether it happened.
 
@@ -100,6 +104,8 @@ class LossWeights:
         in `parameters` come from `torch.autograd.grad(..., retain_graph=True)`, so the caller
         can still call `total(terms).backward()` afterwards, and no parameter's `.grad` is
         touched. Costs one backward pass for the residual plus one per adapted term.
+        `average` (data-parallel training: `World.average_`) makes each gradient the mean
+        over the processes before it is measured, so every process moves its weights alike.
 
         Raises:
             ConfigError: method "lra" but no residual term ("pde" or "pde_<key>") in `terms`.
@@ -123,9 +129,13 @@ class LossWeights:
         parameters = [p for p in parameters if p.requires_grad]
         if not parameters:
             raise ValueError("LossWeights.update needs parameters that require grad; got none")
-        residual_max = _abs_gradient(weighted_sum(residual, fixed), parameters).max().item()
+
+        def abs_gradient(loss: torch.Tensor) -> torch.Tensor:
+            return _abs_gradient(loss, parameters, average)
+
+        residual_max = abs_gradient(weighted_sum(residual, fixed)).max().item()
         for name in adapted:
-            term_mean = _abs_gradient(terms[name], parameters).mean().item()
+            term_mean = abs_gradient(terms[name]).mean().item()
             estimate = residual_max / term_mean if term_mean > 0 else math.inf
             # A term with no gradient (mean 0) gives no estimate to move towards, and a
             # non-finite one would poison the loss: keep the old weight in both cases.
@@ -165,10 +175,15 @@ class LossWeights:
         self._seen.extend(name for name in terms if name not in self._seen)
 
 
-def _abs_gradient(loss: torch.Tensor, parameters: list[torch.Tensor]) -> torch.Tensor:
+def _abs_gradient(
+    loss: torch.Tensor,
+    parameters: list[torch.Tensor],
+    average: Callable[[list[torch.Tensor]], None] | None = None,
+) -> torch.Tensor:
     """|d loss / d theta| of a 0-d `loss`, every parameter entry flattened: (P,) float64.
 
     Parameters the loss does not reach give zeros, as does a loss with no graph at all.
+    `average` (in place) replaces the gradient by its mean over processes before the abs.
     """
     if loss.requires_grad:
         grads = torch.autograd.grad(loss, parameters, retain_graph=True, allow_unused=True)
@@ -178,7 +193,10 @@ def _abs_gradient(loss: torch.Tensor, parameters: list[torch.Tensor]) -> torch.T
         (torch.zeros_like(p) if g is None else g.detach()).reshape(-1)
         for g, p in zip(grads, parameters)
     ]
-    return torch.cat(flat).abs().to(torch.float64)
+    gradient = torch.cat(flat)
+    if average is not None:
+        average([gradient])
+    return gradient.abs().to(torch.float64)
 
 
 def _checked_weights(weights: Mapping[str, float]) -> dict[str, float]:
