@@ -8,13 +8,12 @@ import sys
 import tempfile
 
 import hydra
-import torch.distributed as dist
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from pinn.errors import PinnError, first_line
+from pinn.errors import PinnError
 from pinn.experiment import train
-from pinn.training.distributed import World, launched, stop
+from pinn.training.distributed import launched, stop
 
 
 @hydra.main(config_path="../conf", config_name="config", version_base="1.3")
@@ -24,15 +23,6 @@ def main(cfg: DictConfig) -> float | None:
         metrics = train(cfg, run_dir)
     except PinnError as error:
         print(f"pinn: error: {error}", file=sys.stderr)
-        sys.exit(1)
-    except dist.DistError as error:  # a peer died, or a collective outwaited its timeout
-        world = World.current()
-        print(
-            f"pinn: error: process {world.rank} of {world.size} lost the others "
-            f"({first_line(error)}); the run stopped. Its last checkpoint stays readable: "
-            "resume=<run dir> with the same torchrun command continues it.",
-            file=sys.stderr,
-        )
         sys.exit(1)
     finally:
         stop()

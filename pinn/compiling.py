@@ -95,6 +95,11 @@ class CompiledLoss:
         self._compiled: Callable | None = compiled
         self._warm: set[tuple] = set()  # the shapes of the arguments seen
 
+    @property
+    def active(self) -> bool:
+        """Whether calls run the compiled code (False once it has fallen back to eager)."""
+        return self._compiled is not None
+
     def __call__(self, *args: Any) -> Any:
         if self._compiled is None:
             return self.eager(*args)
@@ -136,7 +141,7 @@ def _own_code(function: Callable) -> Callable:
     """`function` behind a wrapper with a code object of its own.
 
     torch.compile keeps its compiled versions on the code object, shared by every function made
-    from it (each run's bound `_Run._eager_loss`, say): a later run would otherwise meet the
+    from it (each run's bound `StepLoss._eager`, say): a later run would otherwise meet the
     guards of earlier ones, and after a few runs torch's recompile limit.
     """
 

@@ -29,8 +29,9 @@ from pinn.resume import checkpoint_file, load_resume
 from pinn.training.checkpoint import CHECKPOINT_NAME
 from pinn.training.distributed import process_device, rank_seed, start
 from pinn.training.history import HISTORY_NAME, HistoryCSV
-from pinn.training.loop import FitResult, fit
+from pinn.training.loop import fit
 from pinn.training.settings import TrainSettings
+from pinn.training.state import FitResult
 from pinn.validation import Validator, can_validate, evaluation_points, predict
 
 PREDICTION_NAME = "prediction.npz"

@@ -8,7 +8,7 @@ import io
 import pytest
 import torch
 
-import pinn.training.loop
+import pinn.training.checkpointing
 
 SEED = 20240607
 
@@ -44,5 +44,5 @@ def written_checkpoints(monkeypatch) -> list[bytes]:
         torch.save(state, buffer)
         written.append(buffer.getvalue())
 
-    monkeypatch.setattr(pinn.training.loop, "save_checkpoint", keep)
+    monkeypatch.setattr(pinn.training.checkpointing, "save_checkpoint", keep)
     return written

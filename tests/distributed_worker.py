@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-import pinn.training.loop
+import pinn.training.checkpointing
 from pinn import MLP, LossWeights, PointSampler, Refinement, TrainSettings, fit, loss_terms
 from pinn.derivatives.engines import Engine
 from pinn.training.distributed import World, rank_seed, start, stop
@@ -67,7 +67,7 @@ def outcome(problem, model, result) -> dict:
 
 def train(world: World, out: Path) -> None:
     kept = []
-    original = pinn.training.loop.save_checkpoint
+    original = pinn.training.checkpointing.save_checkpoint
 
     def keep(path, state):  # rank 0 writes; keep each state it writes
         original(path, state)
@@ -75,11 +75,11 @@ def train(world: World, out: Path) -> None:
         shutil.copy(path, copy)
         kept.append((copy, state["training"]["phase"]))
 
-    pinn.training.loop.save_checkpoint = keep
+    pinn.training.checkpointing.save_checkpoint = keep
     problem, model, points = parts(world)
     result = fit(problem, model, SETTINGS, points, WEIGHTS, checkpoint_path=out / "run.pt")
     torch.save(outcome(problem, model, result), out / f"rank{world.rank}.pt")
-    pinn.training.loop.save_checkpoint = original
+    pinn.training.checkpointing.save_checkpoint = original
 
     # Every process resumes from the checkpoints rank 0 kept (their names travel to all).
     kept = world.gather(kept)[0]

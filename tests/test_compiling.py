@@ -70,7 +70,7 @@ def assert_compiled_matches_eager(name: str) -> None:
         batch = points.draw()
         eager_terms, eager_loss, eager_grads = loss_and_gradients(loss_of, batch, parameters)
         terms, loss, grads = loss_and_gradients(compiled, batch, parameters)
-        assert compiled._compiled is not None  # compiled, not fallen back to eager
+        assert compiled.active  # compiled, not fallen back to eager
         assert terms.keys() == eager_terms.keys()
         for key in terms:
             torch.testing.assert_close(terms[key], eager_terms[key], rtol=2e-5, atol=1e-7)

@@ -7,12 +7,12 @@ import pytest
 import torch
 from test_trainer import small_run
 
-import pinn.training.loop
 from pinn import ConfigError, TrainSettings, loss_terms, weighted_sum
 from pinn.derivatives.engines import Engine
 from pinn.geometry import PointSampler
 from pinn.models import MLP
 from pinn.training.lbfgs import LBFGS, STALLED, TOLERANCE, plateau_reason
+from pinn.training.recording import Recorder
 from problems.poisson import Poisson
 
 
@@ -52,16 +52,16 @@ def test_bad_schedule_and_tolerance_are_refused():
 
 @pytest.fixture
 def lbfgs_points(monkeypatch):
-    """Records (row, parameters, batch) for every L-BFGS history row, as it is logged."""
+    """Records (row, parameters, run state) for every L-BFGS history row, as it is logged."""
     seen = []
-    log = pinn.training.loop._Run._log
+    row = Recorder.row
 
-    def spy(self, step, phase, terms, loss, **options):
+    def spy(self, step, phase, terms, loss, *args, **options):
         if phase == "lbfgs":
-            seen.append((step, [p.detach().clone() for p in self.model.parameters()], self))
-        log(self, step, phase, terms, loss, **options)
+            seen.append((step, [p.detach().clone() for p in self.state.model.parameters()], self))
+        row(self, step, phase, terms, loss, *args, **options)
 
-    monkeypatch.setattr(pinn.training.loop._Run, "_log", spy)
+    monkeypatch.setattr(Recorder, "row", spy)
     return seen
 
 
@@ -69,11 +69,12 @@ def check_rows(model, result, seen, weights=None):
     """Each L-BFGS row's loss and terms are those of the parameters it was logged at."""
     rows = [row for row in result.history if row["phase"] == "lbfgs"]
     assert [row["step"] for row in rows] == [step for step, _, _ in seen]
-    for row, (_, params, run) in zip(rows, seen, strict=True):
+    for row, (_, params, recorder) in zip(rows, seen, strict=True):
         with torch.no_grad():
             for p, saved in zip(model.parameters(), params, strict=True):
                 p.copy_(saved)
-        terms = loss_terms(run.problem, model, run.batch, run.engine)
+        state = recorder.state
+        terms = loss_terms(Poisson(hard_boundary=False), model, state.batch, state.engine)
         assert row["loss"] == weighted_sum(terms, weights or {}).item(), row["step"]
         assert all(row[name] == value.item() for name, value in terms.items())
     losses = [row["loss"] for row in rows]

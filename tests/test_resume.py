@@ -19,7 +19,7 @@ import cli_helpers
 import pytest
 import torch
 
-import pinn.training.loop
+import pinn.training.checkpointing
 from pinn import (
     MLP,
     CheckpointError,
@@ -106,7 +106,7 @@ def every_checkpoint(monkeypatch, written_checkpoints):
     """Run `tiny_fit(SETTINGS)`; returns (model, result, [each checkpoint it wrote, as bytes])."""
     written = written_checkpoints
     model, result = tiny_fit(SETTINGS, checkpoint_path="unused.pt")
-    monkeypatch.setattr(pinn.training.loop, "save_checkpoint", lambda path, state: None)
+    monkeypatch.setattr(pinn.training.checkpointing, "save_checkpoint", lambda path, state: None)
     return model, result, written
 
 

@@ -2,19 +2,29 @@
 
     fit(problem, model, TrainSettings(...), points)    Adam, then L-BFGS (pinn.training.loop)
     TrainSettings                                      how to train, checked when made
+    RunState, FitResult                                a run's state (what a checkpoint
+                                                       holds), what fit returns
+    World, rank_seed                                   data-parallel processes (torchrun)
     LBFGS                                              pinn's L-BFGS (strong Wolfe line search)
     LossWeights, WEIGHTINGS                            fixed or adaptive (LRA) term weights
     save_checkpoint, load_checkpoint                   atomic checkpoint files
     HistoryCSV                                         history.csv, written as a run goes
 
+Inside: state (RunState), phases (adam, lbfgs, finish: each reads top to bottom), and the parts
+they call at their cadence: step_loss (the loss of a batch, eager or compiled), recording
+(history rows, progress), checkpointing (when and who writes), divergence (non-finite losses),
+distributed (reductions over processes).
+
 This layer knows problems, geometry and derivatives; nothing below it imports it.
 """
 
 from pinn.training.checkpoint import CHECKPOINT_NAME, load_checkpoint, save_checkpoint
+from pinn.training.distributed import World, rank_seed
 from pinn.training.history import HISTORY_NAME, HistoryCSV
 from pinn.training.lbfgs import LBFGS
-from pinn.training.loop import FitResult, fit
+from pinn.training.loop import fit
 from pinn.training.settings import TrainSettings
+from pinn.training.state import FitResult, RunState
 from pinn.training.weighting import WEIGHTINGS, LossWeights
 
 __all__ = [
@@ -25,8 +35,11 @@ __all__ = [
     "HistoryCSV",
     "LBFGS",
     "LossWeights",
+    "RunState",
     "TrainSettings",
+    "World",
     "fit",
     "load_checkpoint",
+    "rank_seed",
     "save_checkpoint",
 ]

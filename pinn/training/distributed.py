@@ -20,18 +20,23 @@ the others down with an error instead of a hang.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torch.distributed as dist
 
-from pinn.errors import ConfigError
+from pinn.errors import ConfigError, PinnError, first_line
 
 DEFAULT_TIMEOUT_S = 300.0
+
+
+class ProcessLost(PinnError, RuntimeError):
+    """A collective failed: another process died, or waited past the group's timeout."""
 
 
 @dataclass(frozen=True)
@@ -62,7 +67,8 @@ class World:
         if self.size == 1 or not tensors:
             return
         flat = torch.cat([tensor.detach().reshape(-1) for tensor in tensors])
-        dist.all_reduce(flat)
+        with self._collective():
+            dist.all_reduce(flat)
         flat /= self.size
         for tensor, mean in zip(tensors, flat.split([t.numel() for t in tensors])):
             tensor.detach().copy_(mean.view_as(tensor))
@@ -92,16 +98,30 @@ class World:
         """Give every process rank 0's values of `tensors` (the starting parameters, say)."""
         if self.size == 1:
             return
-        for tensor in tensors:
-            dist.broadcast(tensor.detach(), src=0)
+        with self._collective():
+            for tensor in tensors:
+                dist.broadcast(tensor.detach(), src=0)
 
     def gather(self, value: Any) -> list[Any]:
         """Every process's `value` (picklable), in rank order, on every process."""
         if self.size == 1:
             return [value]
         values: list[Any] = [None] * self.size
-        dist.all_gather_object(values, value)
+        with self._collective():
+            dist.all_gather_object(values, value)
         return values
+
+    @contextlib.contextmanager
+    def _collective(self) -> Iterator[None]:
+        """Turn a failed collective (gloo and NCCL raise RuntimeError) into `ProcessLost`."""
+        try:
+            yield
+        except RuntimeError as error:
+            raise ProcessLost(
+                f"process {self.rank} of {self.size} lost the others ({first_line(error)}); the "
+                "run stopped. Its last checkpoint stays readable: the same torchrun command "
+                "with resume=<run dir> continues it"
+            ) from error
 
 
 def launched() -> tuple[int, int, int] | None:

@@ -1,0 +1,152 @@
+"""The phases of a run, each reading top to bottom: Adam, then L-BFGS, then the final loss.
+
+Each takes the run's state (`RunState`) and the parts it calls at their cadence (`Parts`):
+the loss of a batch, the recorder (history rows, progress), the checkpoints and the watch on
+non-finite losses. A phase starts where the state is, so a resumed run takes up mid-phase.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from pinn.training.checkpointing import Checkpoints
+from pinn.training.divergence import DivergenceWatch
+from pinn.training.lbfgs import LBFGS
+from pinn.training.recording import Recorder
+from pinn.training.schedules import adam_schedule
+from pinn.training.state import RunState
+from pinn.training.step_loss import StepLoss
+
+
+@dataclass
+class Parts:
+    """What the phases call: the loss, the recorder, the checkpoints, the divergence watch."""
+
+    loss: StepLoss
+    recorder: Recorder
+    checkpoints: Checkpoints
+    watch: DivergenceWatch
+
+    def row(self, step, phase, terms, loss, lr=math.nan, validate=True) -> None:
+        """A history row, never after a non-finite loss."""
+        self.watch.check()
+        self.recorder.row(step, phase, terms, loss, lr, validate)
+
+    def save(self, state: RunState, loss: torch.Tensor) -> None:
+        """The checkpoint of `state`, never after a non-finite loss."""
+        self.watch.check()
+        self.checkpoints.write(state, loss.item())
+
+    def save_if_due(self, state: RunState, loss: torch.Tensor) -> None:
+        if self.checkpoints.due(state.step):
+            self.save(state, loss)
+
+
+def adam(state: RunState, parts: Parts) -> None:
+    """Adam from `state.step` to `settings.steps`, the rate falling by the schedule."""
+    settings = state.settings
+    first, steps = state.step, settings.steps
+    if first >= steps:
+        return
+    state.optimizer = _adam(state.parameters, settings.lr)
+    state.scheduler = adam_schedule(state.optimizer, settings.schedule, steps, settings.lr_decay)
+    if state.resumed.get("phase") == "adam":  # moments, step counts and the current rate
+        state.optimizer.load_state_dict(state.resumed["optimizer"])
+        state.scheduler.load_state_dict(state.resumed["scheduler"])
+    every = settings.resample_every
+    for step in range(first, steps):
+        # Fresh points every `every` steps, then refined where the residual is large; the
+        # first step uses the points drawn (or restored with the checkpoint).
+        if step > first and every and step % every == 0:
+            state.batch = state.points.draw()
+        if step > first and state.points.refinement.due(step):
+            state.batch = state.points.refine(parts.loss.residual_magnitude)
+        # A checkpoint of this step holds the state at its start: resumed, it redoes the step.
+        checkpoint_due = parts.checkpoints.due(step)
+        if checkpoint_due:
+            state.mark_step_start()
+        state.optimizer.zero_grad(set_to_none=True)
+        terms, loss = parts.loss(state.batch, step=step)
+        loss.backward()
+        terms, loss = parts.loss.reduce(terms, loss, gradients=True)
+        parts.watch.record(step, terms, loss)  # on the device: read at the next row or save
+        if checkpoint_due:
+            parts.save(state, loss)
+        if step % settings.log_every == 0:
+            parts.row(step, "adam", terms, loss, lr=state.optimizer.param_groups[0]["lr"])
+        state.optimizer.step()
+        state.scheduler.step()
+        parts.recorder.advance()
+    parts.watch.check()
+
+
+def lbfgs(state: RunState, parts: Parts) -> None:
+    """L-BFGS for what is left of `settings.lbfgs_steps`, a history row per iteration, in
+    chunks of `log_every` iterations with a checkpoint maybe between them; it stops early on
+    a stall, a failed line search or the tolerance, saying why."""
+    settings = state.settings
+    total = settings.lbfgs_steps
+    remaining = total - (state.step - settings.steps)
+    if remaining <= 0:
+        return
+    state.phase = "lbfgs"
+    parts.recorder.phase("lbfgs")
+    optimizer = LBFGS(
+        state.parameters,
+        history_size=50,
+        stall_window=settings.lbfgs_stall_window,
+        stall_decrease=settings.lbfgs_stall_decrease,
+    )
+    if state.resumed.get("phase") == "lbfgs":  # directions, step sizes, last gradient, ...
+        optimizer.load_state_dict(state.resumed["optimizer"])
+    state.optimizer, state.scheduler = optimizer, None
+
+    def closure() -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        optimizer.zero_grad()
+        terms, loss = parts.loss(state.batch)
+        loss.backward()
+        terms, loss = parts.loss.reduce(terms, loss, gradients=True)
+        parts.watch.require_finite(terms, loss, state.step, "lbfgs")
+        return loss, {name: value.detach() for name, value in terms.items()}
+
+    last = {}
+
+    def on_iteration(loss: torch.Tensor, terms: dict[str, torch.Tensor]) -> None:
+        # The model is at this iteration's parameters and `loss` is theirs (no extra
+        # evaluation: see LBFGS.iterate).
+        parts.recorder.advance()
+        step = state.step
+        parts.row(step, "lbfgs", terms, loss, validate=step % settings.log_every == 0)
+        last["loss"] = loss
+
+    chunk = min(settings.log_every, total)
+    while remaining > 0:
+        tolerance = settings.lbfgs_tolerance
+        done, why = optimizer.iterate(closure, min(chunk, remaining), on_iteration, tolerance)
+        remaining -= done
+        if why is not None:
+            parts.recorder.say(f"L-BFGS stopped after {total - remaining} iterations: {why}.")
+            return
+        parts.save_if_due(state, last["loss"])
+
+
+def finish(state: RunState, parts: Parts) -> None:
+    """The final loss at the final parameters, its history row and the last checkpoint."""
+    terms, loss = parts.loss.reduce(*parts.loss(state.batch))
+    parts.watch.require_finite(terms, loss, state.step, "final")
+    state.phase = "done"
+    parts.row(state.step, "final", terms, loss)
+    parts.save(state, loss)
+    state.final_loss = loss.item()
+
+
+def _adam(parameters: list[torch.Tensor], lr: float) -> torch.optim.Adam:
+    """Adam with the fused kernel (one call updates every parameter: less per-step overhead)
+    where this torch and device have one (CPU since torch 2.4), else the default kernel."""
+    try:
+        return torch.optim.Adam(parameters, lr=lr, fused=True)
+    except (RuntimeError, ValueError):  # "fused=True requires ... supported devices"
+        return torch.optim.Adam(parameters, lr=lr)

@@ -1,0 +1,100 @@
+"""What a run shows as it goes: the history rows (and history.csv), rel_l2, the progress bar.
+
+recorder = Recorder(state, validator, history_file, progress=True)
+recorder.row(step, "adam", terms, loss, lr=...)   # a history row; validates if asked
+recorder.advance()                                # one step done: the bar moves
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from tqdm.auto import tqdm
+
+from pinn.errors import ConfigError
+from pinn.training.history import HistoryCSV
+from pinn.training.state import RunState
+from pinn.validation import Validator
+
+
+class Recorder:
+    """History rows into `state.history` (and `history_file`), the bar on rank 0 only.
+
+    Only rank 0 validates, so only its rows carry rel_l2; losses are the values given (under
+    data-parallel training, the averages over the processes).
+    """
+
+    def __init__(
+        self,
+        state: RunState,
+        validator: Validator | None = None,
+        history_file: HistoryCSV | None = None,
+        progress: bool = True,
+    ):
+        self.state = state
+        self.main = state.world.is_main
+        self.validator = validator if self.main else None
+        self.history_file = history_file
+        settings = state.settings
+        self.bar = tqdm(
+            total=settings.steps + settings.lbfgs_steps,
+            initial=state.step,
+            disable=not (progress and self.main),
+            desc=state.phase,
+            dynamic_ncols=True,
+        )
+
+    def row(
+        self,
+        step: int,
+        phase: str,
+        terms: dict[str, torch.Tensor],
+        loss: torch.Tensor,
+        lr: float = math.nan,
+        validate: bool = True,
+    ) -> None:
+        """Append the history row of `step`: loss, rate, terms, unknowns, weights, rel_l2."""
+        state = self.state
+        row = {
+            "step": step,
+            "phase": phase,
+            "loss": loss.item(),
+            "lr": lr,
+            **{name: value.item() for name, value in terms.items()},
+        }
+        unknowns = state.unknowns.values()  # a column for each, beside the loss terms
+        if set(unknowns) & set(row):
+            raise ConfigError(
+                f"unknown(s) {sorted(set(unknowns) & set(row))} share their name with a loss "
+                "term; rename one or the other"
+            )
+        row.update(unknowns)
+        if state.weights.method != "fixed":
+            row.update(state.weights.row())
+        if self.validator is not None and validate:
+            row["rel_l2"] = self.validator.errors(state.model)["rel_l2"]
+        row["time_s"] = state.elapsed()
+        state.history.append(row)
+        if self.history_file is not None:
+            self.history_file.update(state.history)
+        shown = {"loss": f"{row['loss']:.3e}"}
+        if "rel_l2" in row:
+            shown["rel_l2"] = f"{row['rel_l2']:.2e}"
+        self.bar.set_postfix(shown, refresh=False)
+
+    def advance(self, steps: int = 1) -> None:
+        """`steps` optimiser steps done."""
+        self.state.step += steps
+        self.bar.update(steps)
+
+    def phase(self, name: str) -> None:
+        self.bar.set_description(name)
+
+    def say(self, message: str) -> None:
+        """A line for the user, below the bar (rank 0 only)."""
+        if self.main:
+            tqdm.write(message)
+
+    def close(self) -> None:
+        self.bar.close()

@@ -1,0 +1,86 @@
+"""The loss of one batch: eager or compiled, with the loss weights, averaged over processes.
+
+    loss_of = StepLoss(problem, state)
+    terms, loss = loss_of(batch, step=step)           # this process's (Adam: weights may move)
+    terms, loss = loss_of.reduce(terms, loss, True)   # after backward: over all processes
+
+The first call records what each residual asks for; the next decides, once, whether to compile
+(`settings.compile`, `pinn.compiling`) and logs why.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+
+from pinn.compiling import CompiledLoss, compile_decision
+from pinn.geometry import Batch, residual_magnitude
+from pinn.loss import loss_terms
+from pinn.problem import Problem
+from pinn.training.state import RunState
+
+log = logging.getLogger("pinn")
+
+
+class StepLoss:
+    """The named loss terms of a batch and their weighted sum, for `state`'s model."""
+
+    def __init__(self, problem: Problem, state: RunState):
+        self.problem, self.state = problem, state
+        self._decided = state.settings.compile == "false"
+        self._compiled: CompiledLoss | None = None
+
+    def __call__(
+        self, batch: Batch, step: int | None = None
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        """This process's terms and weighted loss; at an Adam `step` the weights may move."""
+        self._decide()
+        if self._compiled is not None:
+            return self._compiled(batch)
+        state = self.state
+        terms = loss_terms(self.problem, state.model, batch, state.engine)
+        if step is not None:
+            state.weights.update(terms, state.model.parameters(), step, state.world.average_)
+        return terms, state.weights.total(terms)
+
+    def reduce(
+        self, terms: dict[str, torch.Tensor], loss: torch.Tensor, gradients: bool = False
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        """The terms and loss over all processes (`World.average_loss`), with `gradients`
+        the parameters' gradients too; as they are for a single process."""
+        state = self.state
+        return state.world.average_loss(terms, loss, state.parameters if gradients else ())
+
+    def residual_magnitude(self, x: torch.Tensor) -> torch.Tensor:
+        """(M,) |PDE residual| at the (M, d) points, for refinement (systems: root sum square)."""
+        state = self.state
+        field = state.engine.field(x, self.problem.inputs, self.problem.outputs, "interior")
+        return residual_magnitude(self.problem.residual(field.x, field))
+
+    def _eager(self, batch: Batch) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        """What `CompiledLoss` compiles: the terms and their weighted sum (fixed weights)."""
+        terms = loss_terms(self.problem, self.state.model, batch, self.state.engine)
+        return terms, self.state.weights.total(terms)
+
+    def _decide(self) -> None:
+        """Once the first step has planned every field: compile the loss, or not, and say why."""
+        state = self.state
+        if self._decided or not state.engine.recorded:
+            return  # decided, or before the first fields (which record what is asked)
+        self._decided = True
+        blockers = state.engine.compile_blockers()
+        if state.weights.method != "fixed":
+            blockers.append(f"the loss weights adapt (trainer.weighting={state.weights.method})")
+        if state.points.refinement.method == "rar":
+            blockers.append("RAR grows the batch (each new shape would compile anew)")
+        setting, steps = state.settings.compile, state.settings.steps
+        compiled, why = compile_decision(setting, blockers, steps, state.batch.interior.device)
+        log.info("training step: %s (%s)", "compiled" if compiled else "eager", why)
+        if compiled:
+            self._compiled = CompiledLoss(self._eager, setting == "true")
+
+    @property
+    def compiled(self) -> bool:
+        """Whether the loss is compiled (decided after the first step)."""
+        return self._compiled is not None
