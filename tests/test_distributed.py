@@ -5,6 +5,7 @@ The fit-level runs are in tests/distributed_worker.py; the CLI runs are `torchru
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -188,6 +189,52 @@ def test_resuming_with_another_number_of_processes_is_refused(tmp_path):
     assert again.returncode == 1
     assert "written by a run of 2 process(es), this one has 1" in again.stderr
     assert "torchrun --nproc_per_node=2" in again.stderr
+
+
+def test_a_killed_two_process_run_resumes_bit_identical(tmp_path):
+    longer = ["trainer.steps=400", "trainer.lbfgs_steps=20", "trainer.checkpoint_every=10"]
+    whole, killed, resumed = tmp_path / "whole", tmp_path / "killed", tmp_path / "resumed"
+    done = cli(2, whole, *longer)
+    assert done.returncode == 0, done.stderr[-3000:]
+    # The same run, every process killed (SIGKILL) once a checkpoint in Adam is on disk.
+    arguments = ["-m", "pinn", *RUN, *longer, f"hydra.run.dir={killed}"]
+    launcher = subprocess.Popen(
+        [*TORCHRUN, "2", "--master-port", str(free_port()), *arguments],
+        cwd=ROOT,
+        env=environment(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while launcher.poll() is None and time.monotonic() < deadline:
+            state = peek(killed / "checkpoint.pt")
+            if state and state["step"] > 0 and state["training"]["phase"] == "adam":
+                os.killpg(launcher.pid, signal.SIGKILL)
+                break
+            time.sleep(0.005)
+    finally:
+        launcher.wait(timeout=60)
+    saved = torch.load(killed / "checkpoint.pt", weights_only=False)
+    assert saved["training"]["phase"] == "adam", "killed too late: make the run longer"
+    done = cli(2, resumed, *longer, f"resume={killed}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    ends = [torch.load(d / "checkpoint.pt", weights_only=False) for d in (whole, resumed)]
+    assert all(torch.equal(ends[0]["model"][k], ends[1]["model"][k]) for k in ends[0]["model"])
+    assert (ends[0]["loss"], ends[0]["step"]) == (ends[1]["loss"], ends[1]["step"])
+    untimed = [
+        [{k: v for k, v in row.items() if k != "time_s"} for row in e["history"]] for e in ends
+    ]
+    assert repr(untimed[0]) == repr(untimed[1])
+
+
+def peek(path: Path) -> dict | None:
+    """The checkpoint at `path`, or None while there is none (it is replaced atomically)."""
+    try:
+        return torch.load(path, weights_only=False)
+    except (FileNotFoundError, EOFError, RuntimeError):
+        return None
 
 
 def test_a_process_that_dies_ends_the_run_and_leaves_the_checkpoint(tmp_path):
