@@ -3,6 +3,7 @@
 The fit-level runs are in tests/distributed_worker.py; the CLI runs are `torchrun -m pinn`.
 """
 
+import contextlib
 import json
 import os
 import signal
@@ -164,10 +165,24 @@ def cli(processes: int | None, run_dir: Path, *extra: str, timeout: float = 240)
     return torchrun(processes, arguments, timeout)
 
 
-def test_one_process_under_torchrun_is_the_run_without_it_and_two_write_one_directory(tmp_path):
-    alone, one, two = tmp_path / "alone", tmp_path / "one", tmp_path / "two"
-    for processes, run_dir in ((None, alone), (1, one), (2, two)):
-        done = cli(processes, run_dir)
+LONGER = ["trainer.steps=400", "trainer.lbfgs_steps=20", "trainer.checkpoint_every=10"]
+
+
+@pytest.fixture(scope="module")
+def two_processes(tmp_path_factory) -> Path:
+    """The run directory of an uninterrupted 2-process CLI run (RUN + LONGER)."""
+    run_dir = tmp_path_factory.mktemp("two") / "run"
+    done = cli(2, run_dir, *LONGER)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return run_dir
+
+
+def test_one_process_under_torchrun_is_the_run_without_it_and_two_write_one_directory(
+    tmp_path, two_processes
+):
+    alone, one, two = tmp_path / "alone", tmp_path / "one", two_processes
+    for processes, run_dir in ((None, alone), (1, one)):
+        done = cli(processes, run_dir, *LONGER)
         assert done.returncode == 0, done.stderr[-3000:]
     metrics = {d: json.loads((d / "metrics.json").read_text()) for d in (alone, one, two)}
     for key in ("rel_l2", "max_abs_error", "final_loss", "steps"):
@@ -181,44 +196,39 @@ def test_one_process_under_torchrun_is_the_run_without_it_and_two_write_one_dire
     assert not (scratch / ".hydra").exists() and not (scratch / "__main__.log").exists()
 
 
-def test_resuming_with_another_number_of_processes_is_refused(tmp_path):
-    run_dir = tmp_path / "two"
-    done = cli(2, run_dir, "trainer.checkpoint_every=10")
-    assert done.returncode == 0, done.stderr[-3000:]
-    again = cli(None, tmp_path / "again", f"resume={run_dir}")
+def test_resuming_with_another_number_of_processes_is_refused(tmp_path, two_processes):
+    again = cli(None, tmp_path / "again", *LONGER, f"resume={two_processes}")
     assert again.returncode == 1
     assert "written by a run of 2 process(es), this one has 1" in again.stderr
     assert "torchrun --nproc_per_node=2" in again.stderr
 
 
-def test_a_killed_two_process_run_resumes_bit_identical(tmp_path):
-    longer = ["trainer.steps=400", "trainer.lbfgs_steps=20", "trainer.checkpoint_every=10"]
-    whole, killed, resumed = tmp_path / "whole", tmp_path / "killed", tmp_path / "resumed"
-    done = cli(2, whole, *longer)
-    assert done.returncode == 0, done.stderr[-3000:]
+def test_a_killed_two_process_run_resumes_bit_identical(tmp_path, two_processes):
+    whole, killed, resumed = two_processes, tmp_path / "killed", tmp_path / "resumed"
     # The same run, every process killed (SIGKILL) once a checkpoint in Adam is on disk.
-    arguments = ["-m", "pinn", *RUN, *longer, f"hydra.run.dir={killed}"]
+    arguments = ["-m", "pinn", *RUN, *LONGER, f"hydra.run.dir={killed}"]
     launcher = subprocess.Popen(
         [*TORCHRUN, "2", "--master-port", str(free_port()), *arguments],
         cwd=ROOT,
         env=environment(),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        start_new_session=True,
     )
     try:
         deadline = time.monotonic() + 120
         while launcher.poll() is None and time.monotonic() < deadline:
             state = peek(killed / "checkpoint.pt")
             if state and state["step"] > 0 and state["training"]["phase"] == "adam":
-                os.killpg(launcher.pid, signal.SIGKILL)
+                kill_tree(launcher.pid)  # the workers first: they run in sessions of their own
                 break
             time.sleep(0.005)
     finally:
         launcher.wait(timeout=60)
     saved = torch.load(killed / "checkpoint.pt", weights_only=False)
     assert saved["training"]["phase"] == "adam", "killed too late: make the run longer"
-    done = cli(2, resumed, *longer, f"resume={killed}")
+    time.sleep(1)
+    assert not (killed / "metrics.json").exists()  # every process died with the launcher
+    done = cli(2, resumed, *LONGER, f"resume={killed}")
     assert done.returncode == 0, done.stderr[-3000:]
     ends = [torch.load(d / "checkpoint.pt", weights_only=False) for d in (whole, resumed)]
     assert all(torch.equal(ends[0]["model"][k], ends[1]["model"][k]) for k in ends[0]["model"])
@@ -227,6 +237,15 @@ def test_a_killed_two_process_run_resumes_bit_identical(tmp_path):
         [{k: v for k, v in row.items() if k != "time_s"} for row in e["history"]] for e in ends
     ]
     assert repr(untimed[0]) == repr(untimed[1])
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL `pid`'s descendants, deepest first, then `pid` itself (Linux /proc)."""
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    for child in children.read_text().split() if children.exists() else []:
+        kill_tree(int(child))
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
 
 
 def peek(path: Path) -> dict | None:
