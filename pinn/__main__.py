@@ -22,10 +22,10 @@ def main(cfg: DictConfig) -> float | None:
     try:
         metrics = train(cfg, run_dir)
     except PinnError as error:
+        stop(wait=False)
         print(f"pinn: error: {error}", file=sys.stderr)
         sys.exit(1)
-    finally:
-        stop()
+    stop()
     place = launched()
     if place is None or place[0] == 0:  # rank 0 speaks for all
         print(summary(metrics, run_dir))

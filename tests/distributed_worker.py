@@ -120,7 +120,5 @@ if __name__ == "__main__":
     torch.set_num_threads(1)
     mode, out = sys.argv[1], Path(sys.argv[2])
     world = start(torch.device("cpu"), timeout_s=60)
-    try:
-        {"train": train, "gradient": gradient}[mode](world, out)
-    finally:
-        stop()
+    {"train": train, "gradient": gradient}[mode](world, out)
+    stop()

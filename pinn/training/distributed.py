@@ -170,10 +170,18 @@ def start(device: torch.device, timeout_s: float = DEFAULT_TIMEOUT_S) -> World:
     return World.current()
 
 
-def stop() -> None:
-    """Leave the process group `start` joined (nothing without one)."""
-    if dist.is_available() and dist.is_initialized():
-        dist.destroy_process_group()
+def stop(wait: bool = True) -> None:
+    """Leave the process group `start` joined (nothing without one).
+
+    `wait`: first wait until every process is done with the group (a process tearing its
+    connections down while a peer still uses them can abort the peer); False after a
+    failure, when the others may be gone.
+    """
+    if not (dist.is_available() and dist.is_initialized()):
+        return
+    if wait and dist.get_world_size() > 1:
+        dist.barrier()
+    dist.destroy_process_group()
 
 
 def rank_seed(seed: int, rank: int) -> int:

@@ -145,10 +145,10 @@ def fit(
         checkpoints,
         DivergenceWatch(lambda: checkpoints.last_saved),
     )
-    return train(state, parts)
+    return _run_phases(state, parts)
 
 
-def train(state: RunState, parts: Parts) -> FitResult:
+def _run_phases(state: RunState, parts: Parts) -> FitResult:
     """Run the phases from where `state` is: Adam, L-BFGS, the final loss."""
     try:
         if state.batch is None:  # a fresh run (a resumed one has its batch back)
