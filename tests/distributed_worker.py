@@ -8,6 +8,7 @@ MODE train: the inverse Poisson problem (an unknown kappa) with LRA weights and 
     keeps every checkpoint the run wrote (OUT/checkpoint<k>.pt); then every process resumes
     from a middle one, in the Adam phase, and one in L-BFGS, and writes what that ends with
     as OUT/rank<r>_resumed_<k>.pt.
+MODE rar: the train run with RAR instead of RAD and no resumption; rank r writes OUT/rank<r>.pt.
 MODE gradient: each process draws its share of points, takes the loss and its gradient at the
     starting parameters, and averages them over the processes as the trainer does. Rank r
     writes OUT/rank<r>.pt: the averaged loss, terms and gradient, and its own points.
@@ -38,7 +39,7 @@ SETTINGS = TrainSettings(
 WEIGHTS = {"dirichlet": 10.0, "data": 10.0}
 
 
-def parts(world: World):
+def parts(world: World, refine: str = "rad"):
     """The problem, the model (the same on every process) and this process's sampler."""
     problem = InversePoisson(n_observations=20)
     model = MLP(
@@ -46,7 +47,7 @@ def parts(world: World):
     ).double()
     problem.attach_unknowns(torch.float64, torch.device("cpu"))
     generator = torch.Generator().manual_seed(rank_seed(1, world.rank))
-    refinement = Refinement("rad", every=10, candidates=200)
+    refinement = Refinement(refine, every=10, candidates=200, add=8)
     points = PointSampler(
         problem.domain, 48, 24, "sobol", generator, torch.float64, "cpu", refinement
     )
@@ -91,6 +92,13 @@ def train(world: World, out: Path) -> None:
         torch.save(outcome(problem, model, resumed), out / f"rank{world.rank}_resumed_{k}.pt")
 
 
+def rar(world: World, out: Path) -> None:
+    problem, model, points = parts(world, "rar")
+    result = fit(problem, model, SETTINGS, points, WEIGHTS)
+    added = len(points.state_dict()["added"])  # RAR's points, kept for good
+    torch.save(outcome(problem, model, result) | {"added": added}, out / f"rank{world.rank}.pt")
+
+
 def gradient(world: World, out: Path) -> None:
     problem, model, points = parts(world)
     batch = points.draw()
@@ -120,5 +128,5 @@ if __name__ == "__main__":
     torch.set_num_threads(1)
     mode, out = sys.argv[1], Path(sys.argv[2])
     world = start(torch.device("cpu"), timeout_s=60)
-    {"train": train, "gradient": gradient}[mode](world, out)
+    {"train": train, "rar": rar, "gradient": gradient}[mode](world, out)
     stop()

@@ -83,6 +83,16 @@ def test_adam_and_lbfgs_leave_identical_parameters_unknowns_and_weights(trained)
     assert any(row["weight_data"] != 10.0 for row in first["history"])  # LRA moved them
 
 
+def test_rar_adds_points_alike_and_keeps_the_processes_identical(tmp_path):
+    first, second = worker("rar", tmp_path)
+    assert first["added"] == second["added"] == 16  # 8 at each of steps 10 and 20
+    for mine, theirs in zip(first["parameters"], second["parameters"], strict=True):
+        assert torch.equal(mine, theirs)
+    assert first["unknowns"] == second["unknowns"]
+    for mine, theirs in zip(first["history"], second["history"], strict=True):
+        assert repr({k: v for k, v in mine.items() if k != "rel_l2"}) == repr(theirs)
+
+
 def test_resumed_from_a_checkpoint_in_adam_or_lbfgs_ends_bit_identical(trained):
     out, results = trained
     resumed = sorted(out.glob("rank*_resumed_*.pt"))
