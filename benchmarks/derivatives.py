@@ -10,8 +10,8 @@ reports the median time of a step (ms) and the step's peak memory (MiB) for
     autograd    pinn.laplacian(engine="autograd"): nested reverse mode, one pass per dimension
     taylor      pinn.laplacian(engine="taylor"): one forward Taylor-mode pass
     compiled    the same pass (without the pointwise check) compiled with torch.compile
-                (`pinn.compiling.CompiledLoss`, as `trainer.compile=true` compiles a training
-                step): compiled before the timing, which a step's time does not include
+                (`pinn.training.compiling.CompiledLoss`, as `trainer.compile=true` compiles a
+                training step): compiled before the timing, which a step's time does not include
     sparse      pinn.stochastic_laplacian(method="sparse"), s random coordinates
     rademacher  pinn.stochastic_laplacian(method="rademacher"), s ±1 directions
     functorch   pinn.laplacian(engine="functorch"), the baseline inside pinn (opt-in)
@@ -57,9 +57,9 @@ import torch
 from torch import nn
 
 import pinn
-from pinn.compiling import CompiledLoss
 from pinn.derivatives.stochastic import stochastic_laplacian
 from pinn.derivatives.taylor import taylor_forward
+from pinn.training.compiling import CompiledLoss
 
 Laplacian = Callable[[nn.Module, torch.Tensor], torch.Tensor]
 EXACT = ("vmap", "functorch", "autograd", "taylor", "compiled")

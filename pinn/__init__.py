@@ -5,8 +5,6 @@ The public surface, flat: everything a problem module, a notebook or the CLI use
 
 import importlib
 
-from pinn.conditions import Condition, Dirichlet, Initial, Neumann, Periodic, Robin
-from pinn.constraints import HardConstraint
 from pinn.derivatives import (
     check_pointwise,
     gradient,
@@ -27,7 +25,6 @@ from pinn.derivatives.taylor import (
     taylor_laplacian,
     taylor_supported,
 )
-from pinn.embeddings import FourierFeatures
 from pinn.errors import (
     CheckpointError,
     ConfigError,
@@ -53,10 +50,22 @@ from pinn.geometry import (
     Union,
     residual_magnitude,
 )
-from pinn.loss import loss_terms, weighted_sum
-from pinn.models import MLP
-from pinn.observations import Observations
-from pinn.problem import Problem, load_problem
+from pinn.nn import MLP, FourierFeatures, HardConstraint, ModifiedMLP, ResidualMLP
+from pinn.problem import (
+    Condition,
+    Dirichlet,
+    Initial,
+    Neumann,
+    Observations,
+    Periodic,
+    Problem,
+    Robin,
+    Unknowns,
+    load_problem,
+    loss_terms,
+    weighted_sum,
+)
+from pinn.run.validation import Validator, evaluation_points
 from pinn.training import (
     WEIGHTINGS,
     FitResult,
@@ -66,8 +75,6 @@ from pinn.training import (
     load_checkpoint,
     save_checkpoint,
 )
-from pinn.unknowns import Unknowns
-from pinn.validation import Validator, evaluation_points
 
 __all__ = [
     "register_elementwise",
@@ -83,6 +90,8 @@ __all__ = [
     "Ball",
     "ENGINES",
     "MLP",
+    "ModifiedMLP",
+    "ResidualMLP",
     "Engine",
     "FourierFeatures",
     "HardConstraint",
@@ -126,6 +135,7 @@ __all__ = [
     "loss_terms",
     "plot_loss",
     "plot_solution",
+    "solution_figure",
     "residual_magnitude",
     "save_checkpoint",
     "stochastic_laplacian",
@@ -142,16 +152,17 @@ __all__ = [
 # The run layer (Hydra) and the plots (matplotlib), imported on first use: a script or notebook
 # that only trains does not wait for them.
 _ON_FIRST_USE = {
-    "compose_config": "pinn.experiment",
-    "train": "pinn.experiment",
-    "plot_loss": "pinn.plots",
-    "plot_solution": "pinn.plots",
+    "compose_config": "pinn.run.train",
+    "train": "pinn.run.train",
+    "plot_loss": "pinn.run.plots",
+    "plot_solution": "pinn.run.plots",
+    "solution_figure": "pinn.run.plots",
 }
 
 
 def __getattr__(name: str):
     if name in _ON_FIRST_USE:
         return getattr(importlib.import_module(_ON_FIRST_USE[name]), name)
-    if name in ("experiment", "plots"):  # `pinn.plots.solution_figure(...)` after `import pinn`
+    if name in ("experiment", "plots"):  # `pinn.run.plots.solution_figure(...)` after `import pinn`
         return importlib.import_module(f"pinn.{name}")
     raise AttributeError(f"module 'pinn' has no attribute {name!r}")

@@ -12,7 +12,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from pinn.errors import PinnError
-from pinn.experiment import train
+from pinn.run.train import train
 from pinn.training.distributed import launched, stop
 
 

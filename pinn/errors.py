@@ -2,6 +2,8 @@
 
 import math
 
+import torch
+
 
 class PinnError(Exception):
     """Base class of every error raised by pinn on purpose."""
@@ -39,3 +41,10 @@ def require_int(key: str, value: object, minimum: int) -> None:
     """Refuse `value` unless it is a whole number >= `minimum`, naming the config `key`."""
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
         raise ConfigError(f"{key} must be a whole number >= {minimum}, got {value!r}")
+
+
+def validating() -> bool:
+    """Whether checks that read tensor values should run: always, except while `torch.compile`
+    traces a training step (there they would split the graph; the eager first step of every
+    run has already made them)."""
+    return not torch.compiler.is_compiling()

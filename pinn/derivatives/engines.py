@@ -21,10 +21,9 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from pinn.compiling import validating
 from pinn.derivatives.field import Field, Model, Requests
 from pinn.derivatives.taylor import taylor_forward, taylor_supported
-from pinn.errors import ConfigError
+from pinn.errors import ConfigError, validating
 
 if TYPE_CHECKING:  # the estimator module builds on the public functions, which build on this
     from pinn.derivatives.stochastic import LaplacianEstimator

@@ -25,7 +25,7 @@ from typing import Protocol
 
 import torch
 
-from pinn.compiling import validating
+from pinn.errors import validating
 
 Model = Callable[[torch.Tensor], torch.Tensor]
 

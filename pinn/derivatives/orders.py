@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from pinn.compiling import validating
+from pinn.errors import validating
 
 Tensor = torch.Tensor
 PairSpec = Tensor | Sequence[tuple[int, int]]

@@ -29,10 +29,9 @@ from torch import fx, nn
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from pinn.compiling import validating
 from pinn.derivatives.orders import Order
 from pinn.derivatives.rules import Terms, gives_constant, rule_for
-from pinn.errors import PinnError, first_line
+from pinn.errors import PinnError, first_line, validating
 
 Tensor = torch.Tensor
 

@@ -15,7 +15,7 @@ is the last good one. So that an Adam step never waits for the device, its check
 on the device and read at the next history row or checkpoint (L-BFGS checks at once); the
 model in memory may by then hold the non-finite parameters that followed.
 
-`settings.compile` compiles each step's loss with torch.compile (`pinn.compiling`) from the
+`settings.compile` compiles each step's loss with torch.compile (`pinn.training.compiling`) from the
 second step on, once the first has recorded what each residual asks for.
 
 Inside a process group (torchrun, `pinn.training.distributed`), `fit` trains data-parallel: each
@@ -47,19 +47,18 @@ from pinn.derivatives.engines import Engine
 from pinn.derivatives.stochastic import LaplacianEstimator
 from pinn.errors import ConfigError
 from pinn.geometry import PointSampler
-from pinn.problem import Problem
+from pinn.problem.problem import Problem
 from pinn.training.checkpoint import load_checkpoint
 from pinn.training.checkpointing import Checkpoints
 from pinn.training.distributed import World
 from pinn.training.divergence import DivergenceWatch
 from pinn.training.history import HistoryCSV
 from pinn.training.phases import Parts, adam, finish, lbfgs
-from pinn.training.recording import Recorder
+from pinn.training.recording import Recorder, Validator
 from pinn.training.settings import TrainSettings
 from pinn.training.state import FitResult, RunState
 from pinn.training.step_loss import StepLoss
 from pinn.training.weighting import LossWeights
-from pinn.validation import Validator
 
 
 def fit(
@@ -81,7 +80,8 @@ def fit(
 
     Args:
         weights: loss weight per term name (unnamed terms count once).
-        validator: when given, the history and progress bar carry the current rel_l2.
+        validator: when given (`pinn.Validator`, or anything with `errors(model)`), the
+            history and progress bar carry the current rel_l2.
         checkpoint_path: where to write `checkpoint.pt`; None writes nothing.
         checkpoint_extra: more entries for the checkpoint (the resolved config, say).
         engine: the residual engine, "auto", "taylor", "autograd" or "functorch"

@@ -8,14 +8,22 @@ recorder.advance()                                # one step done: the bar moves
 from __future__ import annotations
 
 import math
+from typing import Protocol
 
 import torch
 from tqdm.auto import tqdm
 
 from pinn.errors import ConfigError
+from pinn.problem.columns import LOSS, LR, PHASE, REL_L2, STEP, TIME_S
 from pinn.training.history import HistoryCSV
 from pinn.training.state import RunState
-from pinn.validation import Validator
+
+
+class Validator(Protocol):
+    """What measures a model against the true solution: `pinn.Validator`, or any object with
+    `errors(model) -> {"rel_l2": ..., ...}`."""
+
+    def errors(self, model: torch.nn.Module) -> dict[str, float]: ...
 
 
 class Recorder:
@@ -57,10 +65,10 @@ class Recorder:
         """Append the history row of `step`: loss, rate, terms, unknowns, weights, rel_l2."""
         state = self.state
         row = {
-            "step": step,
-            "phase": phase,
-            "loss": loss.item(),
-            "lr": lr,
+            STEP: step,
+            PHASE: phase,
+            LOSS: loss.item(),
+            LR: lr,
             **{name: value.item() for name, value in terms.items()},
         }
         unknowns = state.unknowns.values()  # a column for each, beside the loss terms
@@ -73,8 +81,8 @@ class Recorder:
         if state.weights.method != "fixed":
             row.update(state.weights.row())
         if self.validator is not None and validate:
-            row["rel_l2"] = self.validator.errors(state.model)["rel_l2"]
-        row["time_s"] = state.elapsed()
+            row[REL_L2] = self.validator.errors(state.model)[REL_L2]
+        row[TIME_S] = state.elapsed()
         state.history.append(row)
         if self.history_file is not None:
             self.history_file.update(state.history)

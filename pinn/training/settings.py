@@ -6,8 +6,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from pinn.compiling import check_compile
 from pinn.errors import ConfigError, require_int
+from pinn.training.compiling import check_compile
 from pinn.training.schedules import check_schedule
 from pinn.training.weighting import LossWeights
 
@@ -41,8 +41,8 @@ class TrainSettings:
         progress: show a tqdm progress bar.
         compile: "auto", "true" or "false": compile each step's loss (Taylor passes,
             residuals, conditions, weighted sum) and its backward with `torch.compile`
-            (`pinn.compiling`). "auto" compiles when the run allows it and is long enough to
-            repay the compile time; the run logs what it decided and why.
+            (`pinn.training.compiling`). "auto" compiles when the run allows it and is long
+            enough to repay the compile time; the run logs what it decided and why.
     """
 
     steps: int = 1000

@@ -23,11 +23,11 @@ from torch import nn
 from pinn.derivatives.engines import Engine
 from pinn.errors import CheckpointError, ConfigError
 from pinn.geometry import Batch, PointSampler
+from pinn.problem.unknowns import Unknowns
 from pinn.training.distributed import World
 from pinn.training.lbfgs import LBFGS
 from pinn.training.settings import TrainSettings, shaping
 from pinn.training.weighting import LossWeights
-from pinn.unknowns import Unknowns
 
 
 @dataclass

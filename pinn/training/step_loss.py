@@ -5,7 +5,7 @@
     terms, loss = loss_of.reduce(terms, loss, True)   # after backward: over all processes
 
 The first call records what each residual asks for; the next decides, once, whether to compile
-(`settings.compile`, `pinn.compiling`) and logs why.
+(`settings.compile`, `pinn.training.compiling`) and logs why.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import logging
 
 import torch
 
-from pinn.compiling import CompiledLoss, compile_decision
 from pinn.geometry import Batch, residual_magnitude
-from pinn.loss import loss_terms
-from pinn.problem import Problem
+from pinn.problem.loss import loss_terms
+from pinn.problem.problem import Problem
+from pinn.training.compiling import CompiledLoss, compile_decision
 from pinn.training.state import RunState
 
 log = logging.getLogger("pinn")

@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from pinn.errors import ConfigError, is_finite_number, require_int
-from pinn.loss import weighted_sum
+from pinn.problem.loss import weighted_sum
 
 WEIGHTINGS = ("fixed", "lra")
 WEIGHT_PREFIX = "weight_"  # a history column WEIGHT_PREFIX + term holds that term's weight
@@ -83,7 +83,7 @@ class LossWeights:
 
     def total(self, terms: Mapping[str, torch.Tensor]) -> torch.Tensor:
         """The scalar loss sum_k weight_k * terms[k] (each term a 0-d tensor) with the current
-        weights; with method "fixed" exactly `pinn.loss.weighted_sum(terms, initial)`.
+        weights; with method "fixed" exactly `pinn.problem.loss.weighted_sum(terms, initial)`.
 
         Raises:
             ConfigError: a weight names a term not in `terms`.

@@ -10,7 +10,7 @@ from torch.func import functional_call, jacrev, vmap
 import pinn.derivatives as derivatives
 from pinn.derivatives import check_pointwise, gradient, hessian, hessian_diag, laplacian
 from pinn.errors import NotPointwiseError, PinnError
-from pinn.models import MLP
+from pinn.nn.mlp import MLP
 
 TOL = {"atol": 1e-10, "rtol": 1e-10}
 DIMS = (1, 2, 3, 5)

@@ -5,7 +5,6 @@ import io
 
 import pytest
 import torch
-from networks import ResidualMLP
 
 from pinn import (
     MLP,
@@ -18,6 +17,7 @@ from pinn import (
     train,
 )
 from pinn.derivatives.engines import Engine
+from pinn.nn import ResidualMLP
 from problems.poisson_highd import PoissonHighD
 
 DIM = 6

@@ -11,7 +11,7 @@ from torch import nn
 from torch.func import jacrev, vmap
 
 from pinn.derivatives.field import Field
-from pinn.models import MLP
+from pinn.nn.mlp import MLP
 
 TOL = {"atol": 1e-10, "rtol": 1e-10}
 NAMES = ("x", "y", "z")

@@ -12,7 +12,7 @@ from torch.func import hessian, vmap
 from pinn.derivatives.stochastic import METHODS, random_directions, stochastic_laplacian
 from pinn.derivatives.taylor import taylor_laplacian
 from pinn.errors import NotPointwiseError
-from pinn.models import MLP
+from pinn.nn.mlp import MLP
 
 DTYPE = torch.float64
 DIM = 10

@@ -18,8 +18,8 @@ from pinn.derivatives.taylor import (
     taylor_laplacian,
     taylor_supported,
 )
-from pinn.embeddings import FourierFeatures
-from pinn.models import MLP, Rescale, Sin
+from pinn.nn.embeddings import FourierFeatures
+from pinn.nn.mlp import MLP, Rescale, Sin
 
 DTYPE = torch.float64
 TOLERANCE = {"rtol": 1e-10, "atol": 1e-10}

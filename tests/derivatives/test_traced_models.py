@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import pytest
 import torch
-from networks import ModifiedMLP, ResidualMLP
 from torch.func import functional_call, grad, hessian, jacrev, vmap
 
-from pinn.constraints import HardConstraint
 from pinn.derivatives.taylor import taylor_forward, taylor_laplacian
-from pinn.models import MLP
+from pinn.nn import ModifiedMLP, ResidualMLP
+from pinn.nn.constraints import HardConstraint
+from pinn.nn.mlp import MLP
 
 DTYPE = torch.float64
 TOL = {"rtol": 1e-10, "atol": 1e-10}
@@ -23,12 +23,11 @@ DIMS = [1, 2, 3, 10]
 
 def build(kind: str, d: int, m: int, constrained: bool, seed: int = 0) -> torch.nn.Module:
     generator = torch.Generator().manual_seed(seed)
-    torch.manual_seed(seed)  # the nn.Linear defaults of the test networks
     networks = {
         "mlp": lambda: MLP(d, m, 12, 2, "tanh", [-1.0] * d, [2.0] * d, generator=generator),
         "fourier": lambda: MLP(d, m, 12, 2, "gelu", fourier_features=4, generator=generator),
-        "residual": lambda: ResidualMLP(d, m),
-        "modified": lambda: ModifiedMLP(d, m),
+        "residual": lambda: ResidualMLP(d, m, 12, 2, "sin", generator=generator),
+        "modified": lambda: ModifiedMLP(d, m, 12, 2, "silu", generator=generator),
     }
     network = networks[kind]().to(DTYPE)
     with torch.no_grad():  # random biases too, so no derivative vanishes by symmetry

@@ -12,7 +12,7 @@ from pinn.derivatives.field import Field
 from pinn.errors import ConfigError, TrainingDiverged
 from pinn.geometry import Box, PointSampler
 from pinn.geometry.refinement import Refinement, rad_density, residual_magnitude
-from pinn.models import MLP
+from pinn.nn.mlp import MLP
 from problems.poisson import Poisson
 
 UNIT_SQUARE = Box([0.0, 0.0], [1.0, 1.0])

@@ -1,0 +1,141 @@
+"""Networks: a multilayer perceptron with a fixed input rescaling, seeded initialisation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from pinn.errors import ConfigError, require_int
+from pinn.nn.embeddings import FourierFeatures
+
+ACTIVATIONS: dict[str, type[nn.Module]] = {
+    "tanh": nn.Tanh,
+    "sigmoid": nn.Sigmoid,
+    "softplus": nn.Softplus,
+    "silu": nn.SiLU,
+    "gelu": nn.GELU,
+}
+
+
+class Sin(nn.Module):
+    """Elementwise sine, the SIREN-style activation."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.sin(x)
+
+
+ACTIVATIONS["sin"] = Sin
+
+
+def make_activation(name: str) -> nn.Module:
+    """A new activation layer by name (tanh, sin, sigmoid, softplus, silu, gelu)."""
+    if name not in ACTIVATIONS:
+        raise ConfigError(
+            f"model.activation={name!r} is unknown; choose one of {', '.join(ACTIVATIONS)}"
+        )
+    return ACTIVATIONS[name]()
+
+
+class Rescale(nn.Module):
+    """Maps the box [lower, upper] affinely onto [-1, 1]^d, where tanh-like layers work best.
+
+    Not trained: the corners are buffers, so they move with `.to()` and live in the state dict.
+    """
+
+    def __init__(self, lower: Sequence[float], upper: Sequence[float]):
+        super().__init__()
+        lower_t = torch.tensor(lower, dtype=torch.float64)
+        upper_t = torch.tensor(upper, dtype=torch.float64)
+        self.register_buffer("center", (upper_t + lower_t) / 2)
+        self.register_buffer("half_width", (upper_t - lower_t) / 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # The corners are kept in float64; cast so a float32 model stays float32.
+        return (x - self.center.to(x.dtype)) / self.half_width.to(x.dtype)
+
+
+class MLP(nn.Sequential):
+    """in_dim -> [Linear(width) -> activation] x depth -> Linear(out_dim).
+
+    Args:
+        in_dim: d, the number of input coordinates.
+        out_dim: m, the number of outputs.
+        width: neurons per hidden layer (>= 1).
+        depth: number of hidden layers (>= 1).
+        activation: name of the activation (see `ACTIVATIONS`).
+        lower, upper: optional box corners; inputs are rescaled from that box to [-1, 1]^d.
+        fourier_features: when > 0, a `FourierFeatures` embedding of that many random
+            frequencies (and the rescaled input itself) comes before the first Linear layer.
+        fourier_scale: standard deviation of those frequencies.
+        generator: seeds the Xavier-normal initialisation (biases start at zero) and the
+            Fourier frequencies.
+
+    Shapes: (N, in_dim) -> (N, out_dim).
+    """
+
+    def __init__(
+        self,
+        in_dim: int,
+        out_dim: int,
+        width: int = 32,
+        depth: int = 3,
+        activation: str = "tanh",
+        lower: Sequence[float] | None = None,
+        upper: Sequence[float] | None = None,
+        fourier_features: int = 0,
+        fourier_scale: float = 1.0,
+        generator: torch.Generator | None = None,
+    ):
+        require_int("model.width", width, minimum=1)
+        require_int("model.depth", depth, minimum=1)
+        require_int("model.fourier_features", fourier_features, minimum=0)
+        layers: list[nn.Module] = []
+        if lower is not None and upper is not None:
+            layers.append(Rescale(lower, upper))
+        if fourier_features:
+            embedding = FourierFeatures(
+                in_dim, fourier_features, fourier_scale, include_input=True, generator=generator
+            )
+            layers.append(embedding)
+            in_dim = embedding.out_dim
+        sizes = [in_dim] + [width] * depth
+        for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
+            layers += [nn.Linear(fan_in, fan_out), make_activation(activation)]
+        layers.append(nn.Linear(width, out_dim))
+        super().__init__(*layers)
+        initialise(self, generator)
+
+
+def initialise(network: nn.Module, generator: torch.Generator | None) -> None:
+    """Xavier-normal weights (seeded by `generator`) and zero biases for every Linear layer."""
+    for layer in network.modules():
+        if isinstance(layer, nn.Linear):
+            nn.init.xavier_normal_(layer.weight, generator=generator)
+            nn.init.zeros_(layer.bias)
+
+
+INPUT_SCALINGS = ("auto", "box", "none")
+# Activations that see the scale of their input as a frequency: sin(w x) with x doubled is
+# sin(2 w x). Rescaling their inputs changes which frequencies the network starts with.
+_PERIODIC = ("sin",)
+
+
+def input_box(
+    scaling: str, activation: str, lower: Sequence[float], upper: Sequence[float]
+) -> dict[str, Sequence[float] | None]:
+    """`MLP`'s `lower` and `upper` arguments for `model.input_scaling`.
+
+    "box": rescale the domain's bounding box [lower, upper] affinely to [-1, 1]^d, where tanh-like
+    activations are most expressive at the initial weights. "none": the coordinates as they are.
+    "auto": "box", except for sin, whose initial frequencies the rescaling would change (a
+    domain of width 1 stretched to width 2 doubles them); there the coordinates stay as they are.
+    """
+    if scaling not in INPUT_SCALINGS:
+        raise ConfigError(
+            f"model.input_scaling={scaling!r} is unknown; choose one of {', '.join(INPUT_SCALINGS)}"
+        )
+    if scaling == "none" or (scaling == "auto" and activation in _PERIODIC):
+        return {"lower": None, "upper": None}
+    return {"lower": lower, "upper": upper}

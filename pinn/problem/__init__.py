@@ -1,0 +1,33 @@
+"""What a PDE module declares, and the loss it makes.
+
+    Problem, load_problem             the base class of a PDE module (problem)
+    Dirichlet, Neumann, Robin,        boundary and initial conditions, one loss term each
+      Periodic, Initial, Condition      (conditions)
+    Observations                      measured values of u (observations)
+    Unknowns                          an inverse problem's coefficients (unknowns)
+    loss_terms, weighted_sum          the named mean-square terms of a batch (loss)
+
+This layer knows geometry and derivatives; training and the run layer build on it.
+"""
+
+from pinn.problem.conditions import Condition, Dirichlet, Initial, Neumann, Periodic, Robin
+from pinn.problem.loss import loss_terms, weighted_sum
+from pinn.problem.observations import Observations
+from pinn.problem.problem import Problem, check_reference, load_problem
+from pinn.problem.unknowns import Unknowns
+
+__all__ = [
+    "Condition",
+    "Dirichlet",
+    "Initial",
+    "Neumann",
+    "Observations",
+    "Periodic",
+    "Problem",
+    "Robin",
+    "Unknowns",
+    "check_reference",
+    "load_problem",
+    "loss_terms",
+    "weighted_sum",
+]

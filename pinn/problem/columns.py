@@ -1,0 +1,6 @@
+"""The bookkeeping columns of a history row, beside which a row holds the loss terms, the
+unknowns and the loss weights. No unknown may take one of these names (each unknown is a
+column too), and plots tell the loss terms from them."""
+
+STEP, PHASE, LOSS, LR, REL_L2, TIME_S = "step", "phase", "loss", "lr", "rel_l2", "time_s"
+BOOKKEEPING = (STEP, PHASE, LOSS, LR, REL_L2, TIME_S)

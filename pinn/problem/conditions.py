@@ -1,0 +1,333 @@
+"""Conditions on the boundary and at the initial time, and observations: each one loss term.
+
+    Dirichlet(on="x_min", value=0.0)                  u = value
+    Neumann(on="x_max", value=1.0)                    du/dn = value, n the outward normal
+    Robin(on="x_max", a=1.0, b=2.0, value=0.0)        a u + b du/dn = value
+    Periodic(on=("x_min", "x_max"))                   u(p) = u(p') at matching points
+    Initial(value=u0, time="t"), Initial(rate=v0)     u = u0, du/dt = v0 on the face t_min
+    Observations(points, values)                      u = values at points (observations)
+
+`on` is "boundary" (all of it), a part name (a box's face "x_min", a disk's "circle", a polygon's
+"edge2", or the name given to a shape), a list of them, or a predicate: a function of the (N, d)
+boundary points returning an (N,) bool mask, for part of a part. A value (and
+Robin's `a`, `b`) is a constant or a function of the (n, d) points returning (n,).
+
+A condition holds only where it says: "boundary" includes a time-dependent domain's t_min and
+t_max faces, so name the spatial parts there (`on=["x_min", "x_max"]`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+
+from pinn.derivatives.field import Field
+from pinn.errors import ConfigError, validating
+from pinn.geometry import BoundaryPoints
+
+# A condition's value: a constant, or a function of the (n, d) points returning (n,).
+Value = float | Callable[[torch.Tensor], torch.Tensor]
+# Where a condition holds: "boundary", part name(s), or a predicate (N, d) -> (N,) bool.
+Where = str | Sequence[str] | Callable[[torch.Tensor], torch.Tensor]
+# Makes a field at (n, d) points for a named site; the loss passes the engine's, so every
+# evaluation of the network is planned (`pinn.derivatives.engines`).
+FieldAt = Callable[[torch.Tensor, str], Field]
+
+
+class Condition:
+    """A condition: one loss term, `name`, the mean square of `residual`.
+
+    Subclasses implement `residual(u, boundary, field_at)`: the (n,) residual, zero where the
+    condition holds, from `u`, the field at every boundary point (`boundary.points`). A
+    condition that needs the network elsewhere asks `field_at(points, site)` for a field.
+    """
+
+    name: str
+
+    def residual(
+        self, u: Field, boundary: BoundaryPoints, field_at: FieldAt | None = None
+    ) -> torch.Tensor:
+        raise NotImplementedError(f"{type(self).__name__} must define residual")
+
+
+class _OnFaces(Condition):
+    """A condition on the boundary points that `on` selects (parts or a predicate)."""
+
+    def __init__(self, on: Where, out: str | int | None, name: str):
+        if not (isinstance(on, str) or callable(on) or _is_names(on)):
+            raise ConfigError(
+                f"condition {name!r}: on={on!r} must be 'boundary', a part name, a list of part "
+                "names, or a function of the (N, d) points returning an (N,) bool mask"
+            )
+        self.on, self.out, self.name = on, out, name
+
+    def _mask(self, boundary: BoundaryPoints) -> torch.Tensor | slice:
+        return select(self.on, boundary, self.name)
+
+
+class Dirichlet(_OnFaces):
+    """u = value where `on` selects (default: all of it); term "dirichlet".
+
+    Args:
+        on: where it holds (see the module docstring).
+        value: a constant or a function of the (n, d) points returning (n,).
+        out: which output it holds for (needed only with several outputs).
+        name: the loss term's name.
+    """
+
+    def __init__(
+        self,
+        on: Where = "boundary",
+        value: Value = 0.0,
+        out: str | int | None = None,
+        name: str = "dirichlet",
+    ):
+        super().__init__(on, out, name)
+        self.value = value
+
+    def residual(
+        self, u: Field, boundary: BoundaryPoints, field_at: FieldAt | None = None
+    ) -> torch.Tensor:
+        """(n,) u - value at the selected points."""
+        mask = self._mask(boundary)
+        return u(self.out)[mask] - evaluate_value(self.value, boundary.points[mask])
+
+
+class Neumann(_OnFaces):
+    """du/dn = value where `on` selects, n the outward unit normal; term "neumann".
+
+    Arguments as for `Dirichlet`. On x_min the outward normal is -e_x, so du/dn = -du/dx.
+    """
+
+    def __init__(
+        self,
+        on: Where = "boundary",
+        value: Value = 0.0,
+        out: str | int | None = None,
+        name: str = "neumann",
+    ):
+        super().__init__(on, out, name)
+        self.value = value
+
+    def residual(
+        self, u: Field, boundary: BoundaryPoints, field_at: FieldAt | None = None
+    ) -> torch.Tensor:
+        """(n,) du/dn - value at the selected points."""
+        mask = self._mask(boundary)
+        flux = normal_derivative(u, boundary.normals, self.out)[mask]
+        return flux - evaluate_value(self.value, boundary.points[mask])
+
+
+class Robin(_OnFaces):
+    """a u + b du/dn = value where `on` selects; term "robin".
+
+    Args:
+        a, b: constants or functions of the (n, d) points returning (n,).
+        Others as for `Dirichlet`.
+    """
+
+    def __init__(
+        self,
+        on: Where = "boundary",
+        a: Value = 1.0,
+        b: Value = 1.0,
+        value: Value = 0.0,
+        out: str | int | None = None,
+        name: str = "robin",
+    ):
+        super().__init__(on, out, name)
+        self.a, self.b, self.value = a, b, value
+
+    def residual(
+        self, u: Field, boundary: BoundaryPoints, field_at: FieldAt | None = None
+    ) -> torch.Tensor:
+        """(n,) a u + b du/dn - value at the selected points."""
+        mask = self._mask(boundary)
+        points = boundary.points[mask]
+        flux = normal_derivative(u, boundary.normals, self.out)[mask]
+        a, b = evaluate_value(self.a, points), evaluate_value(self.b, points)
+        return a * u(self.out)[mask] + b * flux - evaluate_value(self.value, points)
+
+
+class Initial(Condition):
+    """u = value (or du/dt = rate) at the initial time: on the face `<time>_min`.
+
+    Give exactly one of `value` (term "initial") and `rate` (term "initial_rate"); a second
+    order in time problem takes two `Initial` conditions. The box must name its time
+    coordinate, e.g. `Box([0, 0], [1, 1], names=["x", "t"])`.
+
+    Args:
+        value: u at t_min, a constant or a function of the (n, d) points returning (n,).
+        rate: du/dt at t_min, likewise.
+        time: the name of the time coordinate.
+        out, name: as for `Dirichlet`; the name defaults by which of value, rate is given.
+    """
+
+    def __init__(
+        self,
+        value: Value | None = None,
+        rate: Value | None = None,
+        time: str = "t",
+        out: str | int | None = None,
+        name: str | None = None,
+    ):
+        if (value is None) == (rate is None):
+            raise ConfigError(
+                "Initial needs exactly one of value= and rate=; for both, give two conditions: "
+                "Initial(value=...), Initial(rate=...)"
+            )
+        self.value, self.rate, self.time, self.out = value, rate, time, out
+        self.name = name or ("initial" if rate is None else "initial_rate")
+
+    def residual(
+        self, u: Field, boundary: BoundaryPoints, field_at: FieldAt | None = None
+    ) -> torch.Tensor:
+        """(n,) u - value (or du/dt - rate) at the points on the face `<time>_min`."""
+        if self.time not in u.input_names:
+            raise ConfigError(
+                f"condition {self.name!r}: no coordinate is named {self.time!r}; the coordinates "
+                f"are {list(u.input_names)}. Name the time one, e.g. Box(..., names=['x', 't'])"
+            )
+        mask = select(f"{self.time}_min", boundary, self.name)
+        points = boundary.points[mask]
+        if self.rate is None:
+            return u(self.out)[mask] - evaluate_value(self.value, points)
+        return u.d(self.time, self.out)[mask] - evaluate_value(self.rate, points)
+
+
+class Periodic(Condition):
+    """u at each point p of the face on[0] equals u at the matching point p' of face on[1].
+
+    The faces are the planes x = lower and x = upper of the domain's bounding box for one
+    coordinate x: a Box's, or those of a SpaceTime of a box, or of any shape whose faces they are
+    (a channel with a hole inside). p' is p with x moved to the opposite plane, so the pairs
+    match exactly whatever points the sampler drew; the network is evaluated at p' through
+    `field_at` (site "periodic:<name>"). With `derivative=True` the derivative across the faces
+    matches too.
+
+    Args:
+        on: two opposite faces, e.g. ("x_min", "x_max").
+        derivative: also require du/dx(p) = du/dx(p') for the coordinate x across the faces.
+        out, name: as for `Dirichlet`.
+    """
+
+    def __init__(
+        self,
+        on: Sequence[str] = ("x_min", "x_max"),
+        derivative: bool = False,
+        out: str | int | None = None,
+        name: str = "periodic",
+    ):
+        self.faces = tuple(on) if _is_names(on) else ()
+        coordinates = [face.rpartition("_") for face in self.faces]
+        if not (
+            len(coordinates) == 2
+            and coordinates[0][0] == coordinates[1][0]
+            and {coordinates[0][2], coordinates[1][2]} == {"min", "max"}
+        ):
+            raise ConfigError(
+                f"Periodic needs two opposite faces such as ('x_min', 'x_max'), got on={on!r}"
+            )
+        self.coordinate = coordinates[0][0]
+        self.derivative, self.out, self.name = derivative, out, name
+
+    def residual(
+        self, u: Field, boundary: BoundaryPoints, field_at: FieldAt | None = None
+    ) -> torch.Tensor:
+        """(n,) u(p) - u(p'), followed by (n,) du/dx(p) - du/dx(p') with `derivative`."""
+        first, second = self.faces
+        domain = boundary.domain
+        if domain is None:
+            raise ConfigError(
+                f"condition {self.name!r} needs boundary points that know their domain"
+            )
+        mask = select(first, boundary, self.name)
+        boundary.on(second)  # refuses an unknown name, listing the parts
+        axis = domain.names.index(self.coordinate)
+        corner = domain.upper if second.endswith("_max") else domain.lower
+        mapped = boundary.points[mask].clone()
+        mapped[:, axis] = corner[axis]  # exactly on the opposite face
+        self._check_opposite(domain, mapped)
+        field_at = field_at or autograd_fields(u)
+        opposite = field_at(mapped, f"periodic:{self.name}")
+        residual = u(self.out)[mask] - opposite(self.out)
+        if not self.derivative:
+            return residual
+        jump = u.d(axis, self.out)[mask] - opposite.d(axis, self.out)
+        return torch.cat([residual, jump])
+
+    def _check_opposite(self, domain, mapped: torch.Tensor) -> None:
+        """Refuse faces that are not opposite planes: the moved points must lie on the boundary."""
+        size = max(hi - lo for lo, hi in zip(domain.lower, domain.upper))
+        off = domain.level(mapped.detach()).abs() > 1e-9 * size
+        if validating() and off.any():
+            raise ConfigError(
+                f"condition {self.name!r}: {self.faces[0]} and {self.faces[1]} are not opposite "
+                f"planes of the domain's bounding box: {int(off.sum())} points of "
+                f"{self.faces[0]} moved across land off the boundary (e.g. "
+                f"{mapped[off][0].tolist()}); Periodic pairs the faces of a box"
+            )
+
+
+def normal_derivative(
+    u: Field, normals: torch.Tensor, out: str | int | None = None
+) -> torch.Tensor:
+    """(N,) du/dn = grad u . n at every point of the field, from (N, d) outward normals."""
+    return (u.grad(out) * normals).sum(dim=1)
+
+
+def select(on: Where, boundary: BoundaryPoints, name: str) -> torch.Tensor | slice:
+    """(N,) bool mask of the boundary points `on` selects; refuses an empty or bad selection.
+
+    on="boundary" gives `slice(None)` instead, which indexes like an all-True mask without a copy
+    and without a count only known from the mask's values (which a compiled step cannot have).
+    """
+    if callable(on):
+        mask = on(boundary.points)
+        n = boundary.points.shape[0]
+        if not (isinstance(mask, torch.Tensor) and mask.dtype == torch.bool and mask.shape == (n,)):
+            is_tensor = isinstance(mask, torch.Tensor)
+            got = f"{mask.dtype} {tuple(mask.shape)}" if is_tensor else type(mask).__name__
+            raise ConfigError(
+                f"condition {name!r}: its predicate must return a ({n},) bool tensor for the "
+                f"({n}, d) boundary points, got {got}"
+            )
+    elif on == "boundary":
+        return slice(None)
+    else:
+        mask = boundary.on(on)
+    if validating() and not mask.any():
+        raise ConfigError(
+            f"condition {name!r} selects none of the {boundary.points.shape[0]} boundary points; "
+            "draw more (problem.n_boundary) or check where it holds"
+        )
+    return mask
+
+
+def evaluate_value(value: Value, points: torch.Tensor) -> torch.Tensor:
+    """(n,) the value of a condition at (n, d) points, from a constant or a function."""
+    if callable(value):
+        result = value(points)
+        if not isinstance(result, torch.Tensor) or result.shape != points.shape[:1]:
+            is_tensor = isinstance(result, torch.Tensor)
+            got = tuple(result.shape) if is_tensor else type(result).__name__
+            raise ConfigError(
+                f"a condition's value function must return a tensor of shape "
+                f"({points.shape[0]},) for ({points.shape[0]}, d) points, got {got}"
+            )
+        return result
+    return torch.full(points.shape[:1], float(value), dtype=points.dtype, device=points.device)
+
+
+def _is_names(on: object) -> bool:
+    return (
+        isinstance(on, Sequence)
+        and not isinstance(on, str)
+        and all(isinstance(face, str) for face in on)
+    )
+
+
+def autograd_fields(u: Field) -> FieldAt:
+    """Plain autograd fields of u's network, for a condition used outside `loss_terms`."""
+    return lambda points, site: Field(u.f, points, u.input_names, u.output_names)

@@ -1,0 +1,96 @@
+"""Observations: measured values of u at given points, one loss term of an inverse problem."""
+
+from __future__ import annotations
+
+import torch
+
+from pinn.derivatives.field import Field
+from pinn.errors import ConfigError
+from pinn.geometry import BoundaryPoints
+from pinn.problem.conditions import Condition, FieldAt, autograd_fields
+
+
+class Observations(Condition):
+    """u = values at given points anywhere in the domain: measured data; term "data".
+
+    What an inverse problem learns its unknown coefficients from (`Problem.unknowns`). The
+    network is evaluated at the points through `field_at` (site "observations:<name>"); points
+    and values move to the network's dtype and device.
+
+    Args:
+        points: (M, d) tensor of where u was observed.
+        values: (M,) observed values of one output (the only one, or `out`), or (M, m) of all m
+            outputs.
+        out: which output (M,) values observe (needed only with several outputs).
+        name: the loss term's name.
+    """
+
+    def __init__(
+        self,
+        points: torch.Tensor,
+        values: torch.Tensor,
+        out: str | int | None = None,
+        name: str = "data",
+    ):
+        _check_observations(points, values, out, name)
+        self.points, self.values = points.detach(), values.detach()
+        self.out, self.name = out, name
+
+    def residual(
+        self, u: Field, boundary: BoundaryPoints, field_at: FieldAt | None = None
+    ) -> torch.Tensor:
+        """(M,) u - values at the observed points ((M m,) when values are (M, m))."""
+        self._check_against(u)
+        like = dict(dtype=u.values.dtype, device=u.values.device)
+        points, values = self.points.to(**like), self.values.to(**like)
+        observed = (field_at or autograd_fields(u))(points, f"observations:{self.name}")
+        if values.ndim == 1:
+            return observed(self.out) - values
+        return (observed.values - values).reshape(-1)
+
+    def _check_against(self, u: Field) -> None:
+        """Refuse points of another dimension, or values for another number of outputs."""
+        if self.points.shape[1] != u.dim:
+            raise ConfigError(
+                f"observations {self.name!r}: the points have {self.points.shape[1]} "
+                f"coordinates, the domain {u.dim} ({', '.join(u.input_names)})"
+            )
+        outputs, names = len(u.output_names), ", ".join(u.output_names)
+        if self.values.ndim == 2 and self.values.shape[1] != outputs:
+            raise ConfigError(
+                f"observations {self.name!r}: values have {self.values.shape[1]} columns, the "
+                f"network {outputs} outputs ({names})"
+            )
+        if self.values.ndim == 1 and self.out is None and outputs > 1:
+            raise ConfigError(
+                f"observations {self.name!r}: the network has {outputs} outputs ({names}); "
+                f"name the one the (M,) values observe with out=, or give (M, {outputs}) values"
+            )
+
+
+def _check_observations(
+    points: torch.Tensor, values: torch.Tensor, out: str | int | None, name: str
+) -> None:
+    """Refuse observations that are not (M, d) points with (M,) or (M, m) finite values."""
+
+    def shape(data: object) -> object:
+        return tuple(data.shape) if isinstance(data, torch.Tensor) else type(data).__name__
+
+    if not (isinstance(points, torch.Tensor) and points.ndim == 2 and len(points) > 0):
+        raise ConfigError(
+            f"observations {name!r}: points must be an (M, d) tensor with M >= 1, "
+            f"got {shape(points)}"
+        )
+    count, d = points.shape
+    if not (isinstance(values, torch.Tensor) and values.ndim in (1, 2) and len(values) == count):
+        raise ConfigError(
+            f"observations {name!r}: values must be a ({count},) or ({count}, m) tensor for the "
+            f"({count}, {d}) points, got {shape(values)}"
+        )
+    if values.ndim == 2 and out is not None:
+        raise ConfigError(
+            f"observations {name!r}: out={out!r} picks one output, so values must be ({count},), "
+            f"got {shape(values)}"
+        )
+    if not (torch.isfinite(points).all() and torch.isfinite(values).all()):
+        raise ConfigError(f"observations {name!r}: points and values must all be finite")

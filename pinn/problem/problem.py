@@ -1,0 +1,191 @@
+"""What a PDE module declares: a `Problem` (domain, residual, conditions, exact solution).
+
+A user writes, in `problems/<name>.py`:
+
+    class Poisson(Problem):
+        domain = Box([0, 0], [1, 1])
+        conditions = [Dirichlet(value=0.0)]
+
+        def residual(self, x, u):
+            return u.laplacian() + torch.sin(pi * x[:, 0]) * torch.sin(pi * x[:, 1])
+
+        def exact(self, x):
+            return torch.sin(pi * x[:, 0]) * torch.sin(pi * x[:, 1]) / (2 * pi**2)
+
+and `conf/problem/<name>.yaml` naming the class in `target`. The conditions (Dirichlet, Neumann,
+Robin, Periodic, Initial) live in `pinn.problem.conditions`.
+
+An inverse problem declares unknown coefficients with initial guesses, `unknowns = {"kappa":
+1.0}` (`pinn.problem.unknowns`), reads them in its residual with `self.unknown("kappa")`, and feeds
+samples of u into the loss with an `Observations` condition (`pinn.problem.observations`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping, Sequence
+
+import torch
+
+from pinn.derivatives.field import Field
+from pinn.errors import ConfigError
+from pinn.geometry import Domain
+from pinn.problem.conditions import Condition
+from pinn.problem.unknowns import Unknowns, initial_guesses, undeclared
+
+
+class Problem:
+    """Base class of a PDE problem. Subclasses set the class attributes and `residual`.
+
+    Attributes:
+        domain: the `Domain` the PDE holds on (a Box, Disk, Polygon, their combinations, a
+            SpaceTime); its coordinate names name the inputs.
+        outputs: names of the network's outputs (default one output, "u").
+        conditions: boundary and initial conditions (`pinn.problem.conditions`), each adding one
+            named loss term.
+        unknowns: {name: initial guess} of coefficients to learn with the network (an
+            inverse problem); the residual reads each with `self.unknown(name)`.
+        attached_unknowns: their parameters once `attach_unknowns` made them, else None.
+    """
+
+    domain: Domain
+    outputs: tuple[str, ...] = ("u",)
+    conditions: Sequence[Condition] = ()
+    unknowns: Mapping[str, float] = {}
+    attached_unknowns: Unknowns | None = None
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return self.domain.names
+
+    def residual(self, x: torch.Tensor, u: Field) -> torch.Tensor | dict[str, torch.Tensor]:
+        """(N,) PDE residual at the (N, d) interior points x, zero where the PDE holds.
+
+        Return a dict of (N,) tensors for a system of equations; each key becomes a loss term.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must define residual(self, x, u)")
+
+    def hard_constraint(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """(g, B) at the (N, d) points x, each (N,) or (N, m), or None (the default): none.
+
+        When given, the network's output N(x) becomes u = g(x) + B(x) N(x) (`pinn.nn.constraints`):
+        with B = 0 on a boundary where u = g, that Dirichlet condition holds exactly and needs
+        no loss term. g and B must be pointwise functions of x built from torch operations.
+        """
+        return None
+
+    def exact(self, x: torch.Tensor) -> torch.Tensor | None:
+        """(N,) or (N, m) exact solution at the (N, d) points, or None when unknown."""
+        return None
+
+    def reference(self) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """Reference data, for a problem without an exact solution (or beside one): points
+        (M, d) and the solution's values there, (M,) or (M, m), as tensors or numpy arrays
+        (read from a file, or computed by a reference solver). Validation, the error plot and
+        prediction.npz use them instead of `exact`."""
+        return None
+
+    @property
+    def has_exact(self) -> bool:
+        return type(self).exact is not Problem.exact
+
+    @property
+    def has_reference(self) -> bool:
+        return type(self).reference is not Problem.reference
+
+    def reference_data(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """`reference()` checked, as float64 tensors (M, d) and (M, m); computed once."""
+        cached = self.__dict__.get("_reference_data")
+        if cached is None:
+            cached = check_reference(self.reference(), self.domain.dim, self.outputs, self)
+            self.__dict__["_reference_data"] = cached
+        return cached
+
+    def attach_unknowns(
+        self,
+        dtype: torch.dtype = torch.float64,
+        device: str | torch.device = "cpu",
+        initial: Mapping[str, float] | None = None,
+    ) -> Unknowns:
+        """Create the declared unknowns as 0-d parameters at their initial guesses; returns them.
+
+        `initial` overrides some guesses (`problem.unknowns` in the config). `pinn.fit` calls
+        this with the model's dtype and device when no unknowns are attached yet; calling it
+        again starts them afresh.
+        """
+        owner = type(self).__name__
+        guesses = initial_guesses(self.unknowns, initial, owner)
+        self.attached_unknowns = Unknowns(guesses, dtype, device, owner)
+        return self.attached_unknowns
+
+    def unknowns_for(self, dtype: torch.dtype, device: torch.device) -> Unknowns:
+        """The attached unknowns (refused unless in `dtype` on `device`), else fresh ones there.
+
+        `pinn.fit` calls this with the model's dtype and device.
+        """
+        if self.attached_unknowns is None:
+            return self.attach_unknowns(dtype, device)
+        for parameter in self.attached_unknowns.parameters():
+            if (parameter.dtype, parameter.device) != (dtype, device):
+                raise ConfigError(
+                    f"{type(self).__name__}'s unknowns are {parameter.dtype} on "
+                    f"{parameter.device}, the model {dtype} on {device}: attach them with the "
+                    "model's, problem.attach_unknowns(dtype, device)"
+                )
+        return self.attached_unknowns
+
+    def unknown(self, name: str) -> torch.Tensor:
+        """The current value of the unknown coefficient `name`: a 0-d, trainable tensor."""
+        if self.attached_unknowns is None:
+            owner = type(self).__name__
+            if name not in self.unknowns:
+                raise undeclared(name, list(self.unknowns), owner)
+            raise ConfigError(
+                f"{owner}.unknown({name!r}) before its unknowns exist: pinn.fit creates them, or "
+                "call problem.attach_unknowns(dtype, device) before evaluating the residual"
+            )
+        return self.attached_unknowns[name]
+
+
+def check_reference(
+    data: object, dim: int, outputs: Sequence[str], problem: Problem
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Reference data as float64 tensors (M, d), (M, m); refused unless shaped so and finite."""
+    name = f"{type(problem).__name__}.reference()"
+    if not (isinstance(data, (tuple, list)) and len(data) == 2):
+        raise ConfigError(f"{name} must return (points, values), got {type(data).__name__}")
+    points, values = (torch.as_tensor(part, dtype=torch.float64) for part in data)
+    values = values.unsqueeze(1) if values.ndim == 1 else values
+    m = len(outputs)
+    if points.ndim != 2 or points.shape[1] != dim or len(points) == 0:
+        raise ConfigError(
+            f"{name}: points must be (M, {dim}) with M >= 1, got {tuple(points.shape)}"
+        )
+    if values.shape != (len(points), m):
+        raise ConfigError(
+            f"{name}: values must be ({len(points)},) or ({len(points)}, {m}) for the "
+            f"{m} output(s) {list(outputs)}, got {tuple(values.shape)}"
+        )
+    if not (torch.isfinite(points).all() and torch.isfinite(values).all()):
+        raise ConfigError(f"{name}: points and values must all be finite")
+    return points, values
+
+
+def load_problem(target: str, params: dict | None = None) -> Problem:
+    """Import `package.module.ClassName` and construct it with `params` as keyword arguments."""
+    module_name, _, class_name = target.rpartition(".")
+    if not module_name:
+        raise ConfigError(f"problem.target={target!r} must look like 'problems.poisson.Poisson'")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        raise ConfigError(
+            f"problem.target={target!r}: cannot import module {module_name!r} ({error}). "
+            "Put the module in problems/ or on PYTHONPATH."
+        ) from error
+    cls = getattr(module, class_name, None)
+    if not (isinstance(cls, type) and issubclass(cls, Problem)):
+        raise ConfigError(
+            f"problem.target={target!r}: {module_name} has no Problem subclass named {class_name!r}"
+        )
+    return cls(**(params or {}))

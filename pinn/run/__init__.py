@@ -1,0 +1,12 @@
+"""A run from a config: `train(cfg)`, validation, the run directory's outputs, plots, resume.
+
+    train, compose_config             config -> trained model and run directory (train)
+    build_model, ...                  the config's objects (build)
+    Validator, evaluation_points      errors against the exact or reference solution (validation)
+    write_outputs                     metrics.json, history.csv, prediction.npz, plots (outputs)
+    plot_solution, plot_loss          the figures (plots)
+    load_resume                       resume=: the checkpoint, the config checked (resume)
+
+This layer knows every other; it imports Hydra and matplotlib, so `import pinn` loads it only
+on first use.
+"""

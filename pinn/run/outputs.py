@@ -1,0 +1,70 @@
+"""What a finished run leaves in its directory: metrics.json, history.csv, prediction.npz and
+the plots."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from pinn.problem.problem import Problem
+from pinn.run.plots import plot_loss, plot_solution
+from pinn.run.validation import Validator, evaluation_points, predict
+from pinn.training.history import HISTORY_NAME, HistoryCSV
+from pinn.training.state import FitResult
+
+PREDICTION_NAME = "prediction.npz"
+
+
+def summarise(
+    result: FitResult,
+    validator: Validator | None,
+    model,
+    wall_time: float,
+    unknowns: dict[str, float] | None = None,
+) -> dict:
+    """metrics.json's content: errors (None without an exact solution), time, steps, loss,
+    and the learned `unknowns` ({name: value}) of a problem that has any."""
+    errors = validator.errors(model) if validator else {"rel_l2": None, "max_abs_error": None}
+    metrics = {
+        **errors,
+        "wall_time_s": wall_time,
+        "steps": result.steps,
+        "final_loss": result.final_loss,
+    }
+    if unknowns:
+        metrics["unknowns"] = dict(unknowns)
+    return metrics
+
+
+def write_outputs(
+    run_dir: Path,
+    problem: Problem,
+    model,
+    result: FitResult,
+    metrics: dict,
+    validator: Validator | None = None,
+) -> None:
+    """metrics.json, history.csv, prediction.npz, solution.png and loss.png in `run_dir`."""
+    (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+    HistoryCSV(run_dir / HISTORY_NAME).update(result.history)
+    write_prediction(run_dir / PREDICTION_NAME, problem, model, validator)
+    plot_solution(problem, model, run_dir / "solution.png", validator)
+    plot_loss(result.history, run_dir / "loss.png", skip=metrics.get("unknowns", {}))
+
+
+def write_prediction(
+    path: Path, problem: Problem, model, validator: Validator | None = None
+) -> None:
+    """prediction.npz: `points` (M, d) and `predicted` (M, m) on the evaluation set, and
+    `reference` (M, m), the exact or reference solution there, when there is one."""
+    if validator is not None:
+        points, arrays = validator.points, {"reference": validator.reference}
+    else:
+        dtype = next(model.parameters()).dtype
+        device = next(model.parameters()).device
+        points, arrays = evaluation_points(problem, dtype=dtype, device=device), {}
+    arrays = {"points": points, "predicted": predict(model, points), **arrays}
+    numpy_arrays = {name: value.detach().cpu().double().numpy() for name, value in arrays.items()}
+    np.savez(path, **numpy_arrays)

@@ -1,0 +1,91 @@
+"""`resume=<run dir>`: find a run's checkpoint and check that this config continues that run.
+
+    state = load_resume(cfg)   # None without cfg.resume; else the checkpoint, config checked
+
+A resumed run keeps its config: every key that could change a number of the result must be
+the saved one, or the run is refused with a `ConfigError` that names each difference. Only the
+keys in `FREE_KEYS` may differ (they change how a run is shown or checkpointed, not what it
+computes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from pinn.errors import CheckpointError, ConfigError
+from pinn.training.checkpoint import CHECKPOINT_NAME, load_checkpoint
+from pinn.training.settings import FREE_SETTINGS
+
+FREE_KEYS = (
+    "resume",
+    "threads",
+    "distributed.timeout_s",
+    *(f"trainer.{key}" for key in FREE_SETTINGS),
+)
+
+
+def checkpoint_file(resume: str | Path) -> Path:
+    """The checkpoint `resume=` points at: a run directory's checkpoint.pt, or the file itself."""
+    path = Path(resume).expanduser()
+    return path / CHECKPOINT_NAME if path.is_dir() else path
+
+
+def load_resume(cfg: DictConfig) -> dict[str, Any] | None:
+    """The checkpoint to continue from (None when `cfg.resume` is null), after checking it.
+
+    Raises:
+        CheckpointError: no checkpoint there, or not a readable pinn checkpoint with a state to
+            continue from.
+        ConfigError: the checkpoint holds no config, or `cfg` differs from it outside
+            `FREE_KEYS`.
+    """
+    if cfg.get("resume") is None:
+        return None
+    path = checkpoint_file(cfg.resume)
+    try:
+        state = load_checkpoint(path)
+    except CheckpointError as error:
+        raise CheckpointError(f"resume={cfg.resume}: {error}") from error
+    if "training" not in state or not isinstance(state.get("config"), Mapping):
+        raise CheckpointError(
+            f"resume={cfg.resume}: {path} holds no run to continue (written by an older pinn, "
+            "or by fit() without a config); start a new run instead"
+        )
+    check_same_run(state["config"], OmegaConf.to_container(cfg, resolve=True), path)
+    return state
+
+
+def check_same_run(saved: Mapping[str, Any], current: Mapping[str, Any], path: Path) -> None:
+    """Refuse `current` unless it equals `saved` outside `FREE_KEYS`, naming each difference."""
+    old, new = _flatten(saved), _flatten(current)
+    differ = [
+        key
+        for key in sorted(old.keys() | new.keys())
+        if key not in FREE_KEYS and old.get(key, "<unset>") != new.get(key, "<unset>")
+    ]
+    if differ:
+        listed = ", ".join(
+            f"{key}={new.get(key, '<unset>')!r} (saved: {old.get(key, '<unset>')!r})"
+            for key in differ
+        )
+        raise ConfigError(
+            f"resume: this config differs from the run in {path} in {listed}. A resumed run "
+            f"continues with its own config: give the overrides it was started with (see the "
+            f"config.yaml next to the checkpoint), or start a new run without resume="
+        )
+
+
+def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """{"a": {"b": 1}} -> {"a.b": 1}: one entry per leaf."""
+    flat: dict[str, Any] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            flat.update(_flatten(value, f"{name}."))
+        else:
+            flat[name] = value
+    return flat

@@ -1,0 +1,142 @@
+"""`train(cfg)`: from a composed config to a trained, validated model and a full run directory.
+
+The CLI calls it; so can tests and notebooks:
+
+    cfg = compose_config(["problem=poisson", "trainer.steps=200"])
+    metrics = train(cfg, run_dir="runs/quick")
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from pinn.geometry import PointSampler, Refinement
+from pinn.problem.problem import load_problem
+from pinn.run.build import (
+    build_model,
+    device_of,
+    dtype_of,
+    initial_guesses,
+    laplacian_estimator,
+    seed_of,
+)
+from pinn.run.outputs import summarise, write_outputs
+from pinn.run.resume import checkpoint_file, load_resume
+from pinn.run.validation import Validator, can_validate
+from pinn.training.checkpoint import CHECKPOINT_NAME
+from pinn.training.distributed import process_device, rank_seed, start
+from pinn.training.history import HISTORY_NAME
+from pinn.training.loop import fit
+from pinn.training.settings import TrainSettings
+
+CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+log = logging.getLogger("pinn")
+
+
+def compose_config(overrides: list[str] | None = None, config_dir: str | Path = CONF_DIR):
+    """The config `python -m pinn <overrides>` would run, composed without starting a run."""
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(Path(config_dir).resolve()), version_base="1.3"):
+        return compose(config_name="config", overrides=list(overrides or []))
+
+
+def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
+    """Train, validate and write the run directory; returns the metrics.
+
+    Every config value is checked (and the objects built) before training starts, so bad input
+    costs nothing. Writes into `run_dir`: config.yaml; history.csv (as the run goes) and
+    checkpoint.pt (every `trainer.checkpoint_every` steps); at the end metrics.json,
+    prediction.npz, solution.png and loss.png. A problem's unknowns start from
+    `problem.unknowns.<name>` where the config gives one, else from their declared guesses;
+    metrics.json holds the learned values under "unknowns".
+
+    With `cfg.resume` set to an earlier run's directory, continues that run from its checkpoint
+    (`pinn.run.resume`: the config must be the saved one) and writes the whole run, history from
+    step 0 included, into `run_dir`. Nothing is written into the resumed directory unless it is
+    `run_dir` itself, and then only states later than the saved one.
+
+    Under torchrun (`pinn.training.distributed`) every process runs this with the same config:
+    it joins the process group, draws `problem.n_interior` and `problem.n_boundary` points of
+    its own (per process, from a generator seeded for its rank), and only rank 0 writes
+    `run_dir`; every process returns the metrics.
+    """
+    run_dir = Path(run_dir)
+    resume = load_resume(cfg)  # first: a bad checkpoint or config costs nothing
+    dtype, device = dtype_of(cfg.dtype), process_device(device_of(cfg.device))
+    if cfg.threads:
+        torch.set_num_threads(int(cfg.threads))
+    seed = seed_of(cfg.seed)
+    world = start(device, cfg.distributed.timeout_s)
+    problem = load_problem(cfg.problem.target, OmegaConf.to_container(cfg.problem.params))
+    model = build_model(problem, cfg.model, seed).to(dtype=dtype, device=device)
+    unknowns = problem.attach_unknowns(dtype, device, initial_guesses(cfg.problem))
+    settings = TrainSettings(**OmegaConf.to_container(cfg.trainer))
+    generator = torch.Generator().manual_seed(rank_seed(seed + 1, world.rank))
+    points = PointSampler(
+        problem.domain,
+        cfg.problem.n_interior,
+        cfg.problem.n_boundary,
+        cfg.problem.sampler,
+        generator,
+        dtype,
+        device,
+        refinement=Refinement(**OmegaConf.to_container(cfg.refinement)),
+    )
+    estimator = laplacian_estimator(cfg.laplacian, rank_seed(seed, world.rank), device)
+    validator = Validator(problem, dtype=dtype, device=device) if can_validate(problem) else None
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+
+    if world.is_main:
+        if resume is not None:
+            _announce(cfg.resume, resume, run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    started = time.perf_counter()
+    result = fit(
+        problem,
+        model,
+        settings,
+        points,
+        weights=OmegaConf.to_container(cfg.problem.weights),
+        validator=validator,
+        checkpoint_path=run_dir / CHECKPOINT_NAME,
+        checkpoint_extra={"config": resolved},
+        engine=cfg.engine,
+        resume_from=resume,
+        history_path=run_dir / HISTORY_NAME,
+        estimator=estimator,
+        world=world,
+    )
+    # Training time over every invocation of the run (what a resumed one did before, too).
+    wall_time = time.perf_counter() - started + (resume["training"]["time_s"] if resume else 0)
+
+    metrics = summarise(result, validator, model, wall_time, unknowns.values())
+    if world.is_main:
+        if unknowns.names:
+            learned = ", ".join(f"{n} = {value:.6g}" for n, value in unknowns.values().items())
+            log.info("learned unknowns: %s", learned)
+        write_outputs(run_dir, problem, model, result, metrics, validator)
+    return metrics
+
+
+def _announce(resume: str, state: dict[str, Any], run_dir: Path) -> None:
+    path, step, phase = checkpoint_file(resume), state["step"], state["training"]["phase"]
+    if phase == "done":
+        log.info(
+            "the run in %s had already finished at step %d: nothing left to train; "
+            "its final model is validated and its outputs written again into %s",
+            path.parent,
+            step,
+            run_dir,
+        )
+    else:
+        log.info(
+            "resuming the run in %s at step %d (%s), writing to %s", path, step, phase, run_dir
+        )

@@ -1,0 +1,117 @@
+"""Errors of a trained model against the problem's exact solution or its reference data.
+
+validator = Validator(problem)              # the exact solution on a grid, or reference data
+validator.errors(model)                     # {"rel_l2": ..., "max_abs_error": ...}
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from pinn.derivatives.field import Model
+from pinn.errors import ConfigError
+from pinn.problem.problem import Problem
+
+# Up to 3 dimensions the evaluation set is a grid with about this many points inside the domain;
+# above, Sobol points.
+EVAL_POINTS = 10_000
+
+
+def evaluation_points(
+    problem: Problem,
+    n_points: int = EVAL_POINTS,
+    dtype: torch.dtype = torch.float32,
+    device: str | torch.device = "cpu",
+) -> torch.Tensor:
+    """(M, d) points covering the domain: for d <= 3 the points of a grid over its bounding box
+    that lie in the closed domain (all of them, faces included, for a box), about `n_points`;
+    for d > 3, `n_points` Sobol points inside (a fixed seed)."""
+    domain = problem.domain
+    if domain.dim <= 3:
+        fill = domain.volume / domain.bounding_volume
+        per_dim = max(2, round((n_points / fill) ** (1 / domain.dim)))
+        return domain.grid(per_dim, dtype=dtype, device=device)
+    generator = torch.Generator().manual_seed(0)
+    return domain.sample_interior(n_points, generator, "sobol", dtype=dtype, device=device)
+
+
+def predict(model: Model, x: torch.Tensor) -> torch.Tensor:
+    """(M, m) model outputs at (M, d) points, without building a graph."""
+    with torch.no_grad():
+        values = model(x)
+    return as_columns(values)
+
+
+def as_columns(values: torch.Tensor) -> torch.Tensor:
+    """(M,) or (M, m) values as (M, m)."""
+    return values.unsqueeze(1) if values.ndim == 1 else values
+
+
+def can_validate(problem: Problem) -> bool:
+    """Whether the problem has an exact solution or reference data to measure a model against."""
+    return problem.has_exact or problem.has_reference
+
+
+class Validator:
+    """The points and true values a model is measured against, held once.
+
+    Args:
+        problem: a problem with an `exact` solution or `reference` data.
+        points: (M, d) points at which to compare with the exact solution. None (the default):
+            the problem's reference data where it gives some, else the exact solution at
+            `evaluation_points(problem)`.
+        dtype, device: of the evaluation set when `points` is None.
+
+    Attributes:
+        points: (M, d) evaluation points; reference: (M, m) true values there; source: "exact"
+        or "reference"; output_names: the m output names.
+    """
+
+    def __init__(
+        self,
+        problem: Problem,
+        points: torch.Tensor | None = None,
+        dtype: torch.dtype = torch.float64,
+        device: str | torch.device = "cpu",
+    ):
+        name = type(problem).__name__
+        if not can_validate(problem):
+            raise ConfigError(f"{name} has no exact solution or reference data to validate against")
+        self.output_names = tuple(problem.outputs)
+        if points is None and problem.has_reference:
+            points, values = problem.reference_data()
+            self.points = points.to(dtype=dtype, device=device)
+            self.reference = values.to(dtype=dtype, device=device)
+            self.source = "reference"
+            return
+        if not problem.has_exact:
+            raise ConfigError(
+                f"{name} has no exact solution to evaluate at given points; leave points=None "
+                "to validate against its reference data"
+            )
+        if points is None:
+            points = evaluation_points(problem, dtype=dtype, device=device)
+        self.points = points
+        self.reference = as_columns(problem.exact(points))
+        self.source = "exact"
+
+    def errors(self, model: Model) -> dict[str, float]:
+        """{"rel_l2": ||u - u*|| / ||u*||, "max_abs_error": max |u - u*|} over the points and
+        all outputs; with several outputs also "rel_l2_<name>" for each."""
+        predicted = predict(model, self.points)
+        errors = {
+            "rel_l2": _relative(predicted - self.reference, self.reference),
+            "max_abs_error": (predicted - self.reference).abs().max().item(),
+        }
+        if len(self.output_names) > 1:
+            for k, name in enumerate(self.output_names):
+                error = predicted[:, k] - self.reference[:, k]
+                errors[f"rel_l2_{name}"] = _relative(error, self.reference[:, k])
+        return errors
+
+
+def _relative(error: torch.Tensor, truth: torch.Tensor) -> float:
+    norm = truth.norm().item()
+    return error.norm().item() / norm if norm > 0 else math.inf

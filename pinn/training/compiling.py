@@ -1,0 +1,145 @@
+"""Compiled training steps: whether `trainer.compile` compiles a run, and the compiled loss.
+
+    compiled, why = compile_decision("auto", engine.compile_blockers(), steps, device)
+    loss_of = CompiledLoss(lambda batch: weights.total(loss_terms(...)), required=False)
+
+What is compiled is the loss of a batch: every field's Taylor pass, the residuals, the
+conditions and the weighted sum, as one graph (`torch.compile(fullgraph=True)`); autograd
+then runs its compiled backward. The optimiser's update stays the fused eager kernel (one call
+for all parameters). Taylor mode is what makes this possible: the pass has no double backward,
+which torch.compile does not support.
+
+A compiled loss has the same inputs and outputs as the eager one and agrees with it to
+floating-point rounding (the fused kernels sum in another order). Checks that read the values
+of tensors (`.any()` of a mask, `int(...)` of an index) would split the graph; they run in the
+eager first step of every run and are skipped while compiling (`validating`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import types
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from pinn.errors import ConfigError, first_line
+
+COMPILE = ("auto", "true", "false")
+# `auto` compiles from this many Adam steps on: compiling the step takes 10-40 s on a small
+# CPU with a cold cache (`benchmarks/seed_config.py`), which a 2-3 ms saving a step repays
+# after some ten thousand steps; on a GPU the launch overhead it removes is larger.
+AUTO_MIN_STEPS = {"cpu": 10_000, "cuda": 1_000}
+log = logging.getLogger("pinn")
+
+
+def check_compile(value: Any) -> str:
+    """`trainer.compile` as "auto", "true" or "false" (YAML's booleans accepted)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value not in COMPILE:
+        raise ConfigError(f"trainer.compile must be one of auto, true, false; got {value!r}")
+    return value
+
+
+def compile_decision(
+    setting: str, blockers: list[str], steps: int, device: torch.device
+) -> tuple[bool, str]:
+    """(compile the training step?, why) for `trainer.compile` = setting.
+
+    blockers: what in this run keeps the step from compiling (empty when it can), e.g. "the
+    residual engine is autograd"; with setting "true" they are refused.
+    """
+    if setting == "false":
+        return False, "trainer.compile=false"
+    if blockers:
+        if setting == "true":
+            raise ConfigError(
+                f"trainer.compile=true cannot compile this run: {'; '.join(blockers)}. "
+                "Use trainer.compile=auto or false"
+            )
+        return False, f"auto: not compiled, {'; '.join(blockers)}"
+    if setting == "true":
+        return True, "trainer.compile=true"
+    least = AUTO_MIN_STEPS.get(device.type, AUTO_MIN_STEPS["cuda"])
+    if steps < least:
+        return (
+            False,
+            f"auto: {steps} Adam steps on {device.type}, fewer than the {least} "
+            "that repay compiling",
+        )
+    return True, f"auto: {steps} Adam steps on {device.type} repay compiling"
+
+
+class CompiledLoss:
+    """`loss_of(batch)` compiled as one graph, with the eager function as the way back.
+
+    The first call compiles (or finds the compiled code in torch's cache). If compiling fails
+    (an operation torch.compile cannot capture whole), `required` raises a `ConfigError` naming
+    why; otherwise the run logs why and goes on eagerly. Nothing of the step has run by then.
+    """
+
+    def __init__(self, loss_of: Callable, required: bool):
+        self.eager, self.required = loss_of, required
+        # Static shapes: a training step's batch keeps its shape; another shape compiles anew.
+        compiled = torch.compile(_own_code(loss_of), fullgraph=True, dynamic=False)
+        self._compiled: Callable | None = compiled
+        self._warm: set[tuple] = set()  # the shapes of the arguments seen
+
+    @property
+    def active(self) -> bool:
+        """Whether calls run the compiled code (False once it has fallen back to eager)."""
+        return self._compiled is not None
+
+    def __call__(self, *args: Any) -> Any:
+        if self._compiled is None:
+            return self.eager(*args)
+        shapes = _shapes(args)
+        if shapes not in self._warm:
+            # Once eagerly per shape, without gradients: fills what the compiled code only looks
+            # up (the models' traced graphs for these shapes).
+            with torch.no_grad():
+                self.eager(*args)
+            self._warm.add(shapes)
+        try:
+            return self._compiled(*args)
+        except Exception as error:  # torch._dynamo's and inductor's errors have no common base
+            reason = first_line(error) or type(error).__name__
+            self._compiled = None
+            if self.required:
+                raise ConfigError(
+                    f"trainer.compile=true: torch.compile could not compile the training step "
+                    f"({type(error).__name__}: {reason}); use trainer.compile=false"
+                ) from error
+            log.warning("training step not compiled, running eagerly: %s", reason)
+            return self.eager(*args)
+
+
+def _shapes(value: object) -> tuple:
+    """The shapes of the tensors in `value` (through dataclasses, lists, tuples and dicts)."""
+    if isinstance(value, torch.Tensor):
+        return tuple(value.shape)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = [getattr(value, f.name) for f in dataclasses.fields(value)]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return tuple(_shapes(item) for item in value)
+    return ()
+
+
+def _own_code(function: Callable) -> Callable:
+    """`function` behind a wrapper with a code object of its own.
+
+    torch.compile keeps its compiled versions on the code object, shared by every function made
+    from it (each run's bound `StepLoss._eager`, say): a later run would otherwise meet the
+    guards of earlier ones, and after a few runs torch's recompile limit.
+    """
+
+    def call(*args: Any) -> Any:
+        return function(*args)
+
+    code = call.__code__.replace()  # an equal but distinct code object
+    return types.FunctionType(code, call.__globals__, call.__name__, None, call.__closure__)

@@ -1,0 +1,185 @@
+"""Validation: the evaluation set fits the domain; errors against exact or reference data."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from pinn import Box, ConfigError, Disk, Polygon, Problem, SpaceTime, Validator, evaluation_points
+from pinn.run.validation import EVAL_POINTS
+
+
+class Bump(Problem):
+    """A problem on any domain whose exact solution is u = 1 + x² (the residual is unused)."""
+
+    def __init__(self, domain):
+        self.domain = domain
+
+    def residual(self, x, u):
+        return u()
+
+    def exact(self, x):
+        return 1 + x[:, 0] ** 2
+
+
+class Sampled(Problem):
+    """Reference data only: u = 1 + x² at 50 given points of the unit square, (M,) or (M, 1)."""
+
+    domain = Box([0.0, 0.0], [1.0, 1.0])
+
+    def __init__(self, column: bool = False, points=None, values=None):
+        grid = torch.rand(50, 2, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+        self.points = grid if points is None else points
+        truth = 1 + self.points[:, 0] ** 2
+        self.values = (truth[:, None] if column else truth) if values is None else values
+
+    def residual(self, x, u):
+        return u()
+
+    def reference(self):
+        return self.points.numpy(), self.values  # numpy arrays are accepted too
+
+
+class Flow(Problem):
+    """Two outputs (u, p) with exact u = x, p = 10 y, for per-output errors."""
+
+    domain = Box([0.0, 0.0], [1.0, 1.0])
+    outputs = ("u", "p")
+
+    def residual(self, x, u):
+        return u()
+
+    def exact(self, x):
+        return torch.stack([x[:, 0], 10 * x[:, 1]], dim=1)
+
+
+def model_of(function):
+    return lambda x: function(x)[:, None] if function(x).ndim == 1 else function(x)
+
+
+def test_a_box_is_evaluated_on_its_whole_grid():
+    points = evaluation_points(Bump(Box([0.0, 0.0], [2.0, 1.0])), dtype=torch.float64)
+    assert points.shape == (100 * 100, 2)
+    assert torch.equal(points, Box([0.0, 0.0], [2.0, 1.0]).grid(100, dtype=torch.float64))
+
+
+def in_disk(center, radius):
+    return lambda p: (p[:, :2] - torch.tensor(center)).norm(dim=1) <= radius + 1e-12
+
+
+def in_l_shape(p):
+    inside_box = ((p >= 0) & (p <= 2)).all(dim=1)
+    return inside_box & ~((p[:, 0] > 1) & (p[:, 1] > 1))
+
+
+@pytest.mark.parametrize(
+    ("domain", "inside"),
+    [
+        (Disk([0.5, 0.0], 2.0), in_disk([0.5, 0.0], 2.0)),
+        (Polygon([[0, 0], [2, 0], [2, 1], [1, 1], [1, 2], [0, 2]]), in_l_shape),
+        (
+            Box([0.0, 0.0], [1.0, 1.0]) - Disk([0.5, 0.5], 0.3, name="hole"),
+            lambda p: ~in_disk([0.5, 0.5], 0.3 - 2e-12)(p),
+        ),
+        (SpaceTime(Disk([0.0, 0.0], 1.0), 0.0, 1.0), in_disk([0.0, 0.0], 1.0)),
+    ],
+)
+def test_other_shapes_are_evaluated_at_grid_points_inside_them(domain, inside):
+    points = evaluation_points(Bump(domain), dtype=torch.float64)
+    # About EVAL_POINTS inside: the grid is sized by the share of the box the shape fills.
+    assert 0.8 * EVAL_POINTS < len(points) < 1.2 * EVAL_POINTS
+    lower, upper = torch.tensor(domain.lower), torch.tensor(domain.upper)
+    assert ((points >= lower) & (points <= upper)).all() and inside(points).all()
+    # A grid: every coordinate takes few distinct values.
+    assert all(len(torch.unique(points[:, a])) < 0.1 * len(points) for a in range(domain.dim))
+
+
+def test_high_dimensions_are_evaluated_at_sobol_points_inside():
+    domain = Box([0.0] * 5, [1.0] * 5)
+    points = evaluation_points(Bump(domain), n_points=512, dtype=torch.float64)
+    assert points.shape == (512, 5) and domain.contains(points).all()
+    assert torch.equal(points, evaluation_points(Bump(domain), n_points=512, dtype=torch.float64))
+
+
+def test_errors_against_the_exact_solution():
+    problem = Bump(Disk([0.0, 0.0], 1.0))
+    validator = Validator(problem)
+    assert validator.source == "exact"
+    assert validator.errors(model_of(problem.exact)) == {"rel_l2": 0.0, "max_abs_error": 0.0}
+    errors = validator.errors(model_of(lambda x: 1.01 * problem.exact(x)))
+    assert errors["rel_l2"] == pytest.approx(0.01, rel=1e-9)
+    assert errors["max_abs_error"] == pytest.approx(0.02, rel=1e-3)  # max of u is 2 at |x| = 1
+
+
+@pytest.mark.parametrize("column", [False, True])
+def test_errors_against_reference_data(column):
+    problem = Sampled(column=column)
+    validator = Validator(problem)
+    assert validator.source == "reference"
+    assert validator.points.shape == (50, 2) and validator.reference.shape == (50, 1)
+    assert torch.equal(validator.points, problem.points)
+
+    def shifted(x):
+        return 1 + x[:, :1] ** 2 + 0.1
+
+    error = torch.full((50, 1), 0.1, dtype=torch.float64)
+    expected = (error.norm() / validator.reference.norm()).item()
+    errors = validator.errors(shifted)
+    assert errors["rel_l2"] == pytest.approx(expected, rel=1e-12)
+    assert errors["max_abs_error"] == pytest.approx(0.1, rel=1e-12)
+
+
+def test_several_outputs_get_an_error_each():
+    problem = Flow()
+    errors = Validator(problem).errors(
+        model_of(lambda x: problem.exact(x) * torch.tensor([1.0, 1.1], dtype=torch.float64))
+    )
+    assert errors["rel_l2_u"] == 0.0
+    assert errors["rel_l2_p"] == pytest.approx(0.1, rel=1e-9)
+    # Over both outputs together p dominates: ||0.1 p|| / ||(u, p)||.
+    assert 0.09 < errors["rel_l2"] < 0.1
+
+
+@pytest.mark.parametrize(
+    ("points", "values", "message"),
+    [
+        (torch.zeros(5, 3), torch.zeros(5), r"points must be \(M, 2\)"),
+        (torch.zeros(5, 2), torch.zeros(4), r"values must be \(5,\) or \(5, 1\)"),
+        (torch.zeros(5, 2), torch.zeros(5, 2), r"values must be \(5,\) or \(5, 1\)"),
+        (torch.zeros(5, 2), torch.full((5,), math.nan), "finite"),
+        (torch.zeros(0, 2), torch.zeros(0), r"M >= 1"),
+    ],
+)
+def test_bad_reference_data_is_refused(points, values, message):
+    with pytest.raises(ConfigError, match=message):
+        Validator(Sampled(points=points, values=values))
+
+
+def test_a_problem_without_exact_or_reference_is_refused():
+    class Unknown(Problem):
+        domain = Box([0.0], [1.0])
+
+        def residual(self, x, u):
+            return u()
+
+    with pytest.raises(ConfigError, match="no exact solution or reference data"):
+        Validator(Unknown())
+    with pytest.raises(ConfigError, match="leave points=None"):
+        Validator(Sampled(), points=torch.zeros(3, 2))
+
+
+def test_reference_data_is_read_once():
+    class Counting(Sampled):
+        calls = 0
+
+        def reference(self):
+            self.calls += 1
+            return super().reference()
+
+    problem = Counting()
+    Validator(problem)
+    Validator(problem)
+    assert problem.calls == 1
+    assert isinstance(problem.reference_data()[0], torch.Tensor)
+    assert np.allclose(problem.reference_data()[1][:, 0].numpy(), problem.values.numpy())

@@ -1,0 +1,179 @@
+"""Compiled training steps: the compiled loss equals the eager one to float32 rounding, for the
+library's problems (hard constraints, Neumann and initial conditions, systems, unknowns), and
+`trainer.compile` decides, refuses and logs as documented."""
+
+import logging
+import os
+import shutil
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+from pinn import MLP, ConfigError, TrainSettings, fit
+from pinn.derivatives.engines import Engine
+from pinn.geometry import PointSampler
+from pinn.problem.loss import loss_terms
+from pinn.run.train import build_model, compose_config, load_problem
+from pinn.training.compiling import CompiledLoss, check_compile, compile_decision
+from pinn.training.weighting import LossWeights
+from problems.poisson import Poisson
+
+# torch.compile's CPU code is C++: without a compiler these tests have nothing to compile with.
+needs_compiler = pytest.mark.skipif(
+    not any(shutil.which(c) for c in (os.environ.get("CXX", "g++"), "g++", "c++", "clang++")),
+    reason="torch.compile on the CPU needs a C++ compiler (g++ or clang++)",
+)
+
+FAST = ["poisson", "annulus", "kovasznay"]
+SLOW = ["heat", "burgers", "helmholtz", "wave", "lshape", "inverse_poisson", "poisson_highd"]
+
+
+def planned_run(name: str, seed: int = 0):
+    """A small float32 setting of problem `name`: its loss function of a batch and a batch,
+    with the engine's plans recorded by one eager loss (as a run's first step does)."""
+    cfg = compose_config(
+        [f"problem={name}", "model.width=16", "model.depth=2"]
+        + (["problem.params.dim=5"] if name == "poisson_highd" else [])
+    )
+    problem = load_problem(cfg.problem.target, OmegaConf.to_container(cfg.problem.params))
+    model = build_model(problem, cfg.model, seed)
+    unknowns = problem.attach_unknowns(torch.float32, "cpu")
+    generator = torch.Generator().manual_seed(seed + 1)
+    points = PointSampler(problem.domain, 128, 64, cfg.problem.sampler, generator)
+    batch = points.draw()
+    engine = Engine("taylor", model, batch.interior[:2], announce=False)
+    weights = LossWeights(OmegaConf.to_container(cfg.problem.weights))
+    parameters = [*model.parameters(), *unknowns.parameters()]
+
+    def loss_of(batch):
+        terms = loss_terms(problem, model, batch, engine)
+        return terms, weights.total(terms)
+
+    loss_of(batch)  # records what each site asks for
+    assert engine.compile_blockers() == []
+    return loss_of, points, parameters
+
+
+def loss_and_gradients(loss_of, batch, parameters):
+    for p in parameters:
+        p.grad = None
+    terms, loss = loss_of(batch)
+    loss.backward()
+    return terms, loss.detach(), [p.grad.clone() for p in parameters]
+
+
+def assert_compiled_matches_eager(name: str) -> None:
+    loss_of, points, parameters = planned_run(name)
+    compiled = CompiledLoss(loss_of, required=True)
+    for _ in range(2):  # two batches: the second runs the code compiled for the first
+        batch = points.draw()
+        eager_terms, eager_loss, eager_grads = loss_and_gradients(loss_of, batch, parameters)
+        terms, loss, grads = loss_and_gradients(compiled, batch, parameters)
+        assert compiled.active  # compiled, not fallen back to eager
+        assert terms.keys() == eager_terms.keys()
+        for key in terms:
+            torch.testing.assert_close(terms[key], eager_terms[key], rtol=2e-5, atol=1e-7)
+        torch.testing.assert_close(loss, eager_loss, rtol=2e-5, atol=1e-7)
+        for grad, eager in zip(grads, eager_grads):
+            scale = eager.abs().max()
+            torch.testing.assert_close(grad, eager, rtol=1e-4, atol=1e-5 * float(scale) + 1e-8)
+
+
+@needs_compiler
+@pytest.mark.parametrize("name", FAST)
+def test_compiled_loss_and_gradients_match_eager(name):
+    assert_compiled_matches_eager(name)
+
+
+@needs_compiler
+@pytest.mark.slow
+@pytest.mark.parametrize("name", SLOW)
+def test_compiled_loss_and_gradients_match_eager_every_problem(name):
+    assert_compiled_matches_eager(name)
+
+
+def small_fit(compile_setting: str, steps: int = 25, **options):
+
+    problem = Poisson(hard_boundary=False)
+    model = MLP(2, 1, 16, 2, lower=[0, 0], upper=[1, 1], generator=torch.Generator().manual_seed(0))
+    points = PointSampler(problem.domain, 128, 64, "uniform", torch.Generator().manual_seed(1))
+    settings = TrainSettings(
+        steps=steps,
+        lbfgs_steps=5,
+        resample_every=1,
+        log_every=5,
+        progress=False,
+        compile=compile_setting,
+        **options,
+    )
+    return fit(problem, model, settings, points)
+
+
+@needs_compiler
+def test_compiled_training_follows_the_eager_run(caplog):
+    with caplog.at_level(logging.INFO, logger="pinn"):
+        compiled = small_fit("true")
+    assert "training step: compiled (trainer.compile=true)" in caplog.text
+    eager = small_fit("false")
+    assert [row["step"] for row in compiled.history] == [row["step"] for row in eager.history]
+    # Adam and L-BFGS from the same start on the same batches: float32 rounding apart.
+    for row, other in zip(compiled.history, eager.history):
+        assert row["loss"] == pytest.approx(other["loss"], rel=1e-3)
+    assert compiled.final_loss == pytest.approx(eager.final_loss, rel=1e-2)
+
+
+def test_auto_compiles_long_runs_only_and_says_why(caplog):
+    with caplog.at_level(logging.INFO, logger="pinn"):
+        small_fit("auto", steps=3)
+    assert "training step: eager (auto: 3 Adam steps on cpu, fewer than the" in caplog.text
+    assert compile_decision("auto", [], 50_000, torch.device("cpu")) == (
+        True,
+        "auto: 50000 Adam steps on cpu repay compiling",
+    )
+    compiled, why = compile_decision(
+        "auto", ["the residual engine is autograd, not taylor"], 50_000, torch.device("cpu")
+    )
+    assert not compiled and "autograd" in why
+    assert compile_decision("false", [], 50_000, torch.device("cpu"))[0] is False
+
+
+def test_compile_true_refuses_what_cannot_compile():
+    with pytest.raises(
+        ConfigError, match="trainer.compile=true cannot compile this run: the loss weights adapt"
+    ):
+        small_fit("true", steps=3, weighting="lra")
+    with pytest.raises(ConfigError, match="residual engine is autograd"):
+        compile_decision(
+            "true", ["the residual engine is autograd, not taylor"], 10, torch.device("cpu")
+        )
+
+
+@pytest.mark.parametrize("value, normalised", [(True, "true"), (False, "false"), ("auto", "auto")])
+def test_compile_setting_takes_yaml_booleans(value, normalised):
+    assert check_compile(value) == normalised
+    assert TrainSettings(compile=value).compile == normalised
+
+
+def test_compile_setting_refuses_other_values():
+    with pytest.raises(
+        ConfigError, match="trainer.compile must be one of auto, true, false; got 'yes'"
+    ):
+        TrainSettings(compile="yes")
+
+
+def test_a_step_that_cannot_compile_runs_eagerly_under_auto(caplog):
+    @torch.compiler.disable
+    def opaque(x):
+        return 3 * x
+
+    def loss_of(x):
+        return opaque(x)  # a function torch.compile must not enter: no single graph
+
+    x = torch.ones(3)
+    with caplog.at_level(logging.WARNING, logger="pinn"):
+        out = CompiledLoss(loss_of, required=False)(x)
+    assert torch.equal(out, 3 * x)
+    assert "training step not compiled, running eagerly" in caplog.text
+    with pytest.raises(ConfigError, match="torch.compile could not compile the training step"):
+        CompiledLoss(loss_of, required=True)(x)
