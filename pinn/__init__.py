@@ -5,6 +5,7 @@ The public surface, flat: everything a problem module, a notebook or the CLI use
 
 import importlib
 
+from pinn._version import __version__
 from pinn.derivatives import (
     check_pointwise,
     gradient,
@@ -77,6 +78,7 @@ from pinn.training import (
 )
 
 __all__ = [
+    "__version__",
     "register_elementwise",
     "register_taylor_rule",
     "Union",
