@@ -9,7 +9,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from pinn.derivatives.stochastic import LaplacianEstimator
-from pinn.errors import ConfigError
+from pinn.errors import ConfigError, require_int
 from pinn.nn.constraints import constrain
 from pinn.nn.mlp import MLP, input_box
 from pinn.problem.problem import Problem
@@ -97,6 +97,5 @@ def device_of(name: Any) -> torch.device:
 
 
 def seed_of(value: Any) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ConfigError(f"seed must be a whole number >= 0, got {value!r}")
+    require_int("seed", value, minimum=0)
     return value
