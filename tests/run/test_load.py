@@ -109,3 +109,25 @@ def test_points_of_the_wrong_shape_are_refused(poisson_run, shape):
     run = load_run(poisson_run)
     with pytest.raises(ConfigError, match=rf"points must be \(N, 2\).*\['x', 'y'\].*{shape}"):
         run.predict(np.zeros(shape))
+
+
+def test_a_run_configured_for_a_gpu_loads_on_the_cpu(tmp_path, poisson_run):
+    """The run's device (cuda here) does not decide where the model is loaded: `device` does.
+    (The tensors of a checkpoint written on a GPU are mapped to the CPU by load_checkpoint; no
+    GPU on the test machine writes one.)"""
+    for name in ("metrics.json", "prediction.npz"):
+        (tmp_path / name).write_bytes((poisson_run / name).read_bytes())
+    state = load_checkpoint(poisson_run / "checkpoint.pt")
+    state["config"]["device"] = "cuda:0"
+    save_checkpoint(tmp_path / "checkpoint.pt", state)
+    run = load_run(tmp_path)
+    assert {p.device for p in run.model.parameters()} == {torch.device("cpu")}
+    points, predicted = saved_prediction(tmp_path)
+    assert np.array_equal(run.predict(points)["u"], predicted[:, 0])
+
+
+def test_a_device_this_machine_lacks_is_refused(poisson_run):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(ConfigError, match="no cuda device"):
+        load_run(poisson_run, device="cuda")
