@@ -8,8 +8,8 @@ point-data array per output (`u`), and where a reference exists `u_reference` an
 coordinates set to 0. A space-time domain becomes a time series: one .vtu per distinct time
 value (the spatial points at that time) in `vtk/`, listed with their times in
 `prediction.vtu.series`, the file-series index ParaView opens as one dataset with a time axis.
-Domains (spatial part) of more than three dimensions have no picture in ParaView's space and
-are skipped with a log line.
+A domain of more than three coordinates (time included: its evaluation points are then
+scattered Sobol points, on no time slices) is skipped with a log line.
 """
 
 from __future__ import annotations
@@ -41,13 +41,17 @@ def write_vtk(
     `arrays` are prediction.npz's: `points` (M, d), `predicted` (M, m) and, optionally,
     `reference` (M, m), with m = len(output_names).
     """
-    space_dim = domain.dim - 1 if isinstance(domain, SpaceTime) else domain.dim
     if domain.dim > 3:
+        why = ""
+        if isinstance(domain, SpaceTime):
+            why = (
+                f" ({domain.dim - 1}-D space and time: its evaluation points lie on no time slices)"
+            )
         log.info(
-            "outputs.vtk: a %d-D domain%s has no picture in ParaView's 3-D space (its evaluation "
-            "points are scattered, not on time slices): no VTK file written",
+            "outputs.vtk: a %d-D domain%s has no picture in ParaView's 3-D space: no VTK file "
+            "written",
             domain.dim,
-            f" ({space_dim}-D space and time)" if isinstance(domain, SpaceTime) else "",
+            why,
         )
         return []
     fields = point_fields(output_names, arrays)
@@ -79,6 +83,8 @@ def _write_series(run_dir: Path, points: np.ndarray, fields: dict[str, np.ndarra
     """One .vtu per time value (time the last coordinate) and the .series index of them."""
     folder = run_dir / SERIES_FOLDER
     folder.mkdir(exist_ok=True)
+    for stale in folder.glob("prediction_*.vtu"):  # of an earlier run in this directory
+        stale.unlink()
     times = np.unique(points[:, -1])
     entries, written = [], []
     for k, time in enumerate(times):

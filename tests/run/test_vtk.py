@@ -121,3 +121,12 @@ def test_the_outputs_may_change_on_resume(tmp_path, key, value):
     check_same_run(saved_config, changed, tmp_path / "checkpoint.pt")  # no error
     with pytest.raises(ConfigError, match="seed=1"):  # what is not free is still checked
         check_same_run(saved_config, {**changed, "seed": 1}, tmp_path / "checkpoint.pt")
+
+
+def test_a_series_written_again_leaves_no_file_of_the_earlier_one(tmp_path):
+    problem, arrays = untrained_prediction(tmp_path, ["problem=heat"])
+    (tmp_path / "vtk").mkdir()
+    (tmp_path / "vtk" / "prediction_9999.vtu").write_text("an earlier run's")
+    written = write_vtk(tmp_path, problem.domain, problem.outputs, arrays)
+    on_disk = sorted((tmp_path / "vtk").glob("*.vtu"))
+    assert on_disk == sorted(written[1:]) and len(on_disk) == len(np.unique(arrays["points"][:, 1]))
