@@ -134,6 +134,7 @@ __all__ = [
     "laplacian",
     "load_checkpoint",
     "load_problem",
+    "load_run",
     "loss_terms",
     "plot_loss",
     "plot_solution",
@@ -156,6 +157,7 @@ __all__ = [
 _ON_FIRST_USE = {
     "compose_config": "pinn.run.train",
     "train": "pinn.run.train",
+    "load_run": "pinn.run.load",
     "plot_loss": "pinn.run.plots",
     "plot_solution": "pinn.run.plots",
     "solution_figure": "pinn.run.plots",

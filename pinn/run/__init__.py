@@ -6,6 +6,9 @@
     write_outputs                     metrics.json, history.csv, prediction.npz, plots (outputs)
     plot_solution, plot_loss          the figures (plots)
     load_resume                       resume=: the checkpoint, the config checked (resume)
+    load_run                          a finished run back: problem, model, config, metrics (load)
+    write_vtk                         the prediction as VTK files for ParaView (vtk)
+    provenance                        metrics.json's record of how the run was made (provenance)
 
 This layer knows every other; it imports Hydra and matplotlib, so `import pinn` loads it only
 on first use.

@@ -1,5 +1,5 @@
-"""What a finished run leaves in its directory: metrics.json, history.csv, prediction.npz and
-the plots."""
+"""What a finished run leaves in its directory: metrics.json, history.csv, prediction.npz,
+the plots and, on request, VTK files."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import numpy as np
 from pinn.problem.problem import Problem
 from pinn.run.plots import plot_loss, plot_solution
 from pinn.run.validation import Validator, evaluation_points, predict
+from pinn.run.vtk import write_vtk
 from pinn.training.history import HISTORY_NAME, HistoryCSV
 from pinn.training.state import FitResult
 
@@ -45,20 +46,25 @@ def write_outputs(
     result: FitResult,
     metrics: dict,
     validator: Validator | None = None,
+    vtk: bool = False,
 ) -> None:
-    """metrics.json, history.csv, prediction.npz, solution.png and loss.png in `run_dir`."""
+    """metrics.json, history.csv, prediction.npz, solution.png and loss.png in `run_dir`; with
+    `vtk`, the prediction as VTK files too (`pinn.run.vtk`)."""
     (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     HistoryCSV(run_dir / HISTORY_NAME).update(result.history)
-    write_prediction(run_dir / PREDICTION_NAME, problem, model, validator)
+    arrays = write_prediction(run_dir / PREDICTION_NAME, problem, model, validator)
+    if vtk:
+        write_vtk(run_dir, problem.domain, problem.outputs, arrays)
     plot_solution(problem, model, run_dir / "solution.png", validator)
     plot_loss(result.history, run_dir / "loss.png", skip=metrics.get("unknowns", {}))
 
 
 def write_prediction(
     path: Path, problem: Problem, model, validator: Validator | None = None
-) -> None:
+) -> dict[str, np.ndarray]:
     """prediction.npz: `points` (M, d) and `predicted` (M, m) on the evaluation set, and
-    `reference` (M, m), the exact or reference solution there, when there is one."""
+    `reference` (M, m), the exact or reference solution there, when there is one; returns these
+    float64 arrays, as written."""
     if validator is not None:
         points, arrays = validator.points, {"reference": validator.reference}
     else:
@@ -68,3 +74,4 @@ def write_prediction(
     arrays = {"points": points, "predicted": predict(model, points), **arrays}
     numpy_arrays = {name: value.detach().cpu().double().numpy() for name, value in arrays.items()}
     np.savez(path, **numpy_arrays)
+    return numpy_arrays

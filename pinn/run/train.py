@@ -27,6 +27,7 @@ from pinn.run.build import (
     seed_of,
 )
 from pinn.run.outputs import summarise, write_outputs
+from pinn.run.provenance import provenance, utc_now
 from pinn.run.resume import checkpoint_file, load_resume
 from pinn.run.validation import Validator, can_validate
 from pinn.training.checkpoint import CHECKPOINT_NAME
@@ -52,10 +53,11 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
 
     Every config value is checked (and the objects built) before training starts, so bad input
     costs nothing. Writes into `run_dir`: config.yaml; history.csv (as the run goes) and
-    checkpoint.pt (every `trainer.checkpoint_every` steps); at the end metrics.json,
-    prediction.npz, solution.png and loss.png. A problem's unknowns start from
-    `problem.unknowns.<name>` where the config gives one, else from their declared guesses;
-    metrics.json holds the learned values under "unknowns".
+    checkpoint.pt (every `trainer.checkpoint_every` steps); at the end metrics.json (with the
+    run's problem, seed, device, dtype, versions and start and end times), prediction.npz,
+    solution.png and loss.png, and with `outputs.vtk` the prediction as VTK files. A problem's
+    unknowns start from `problem.unknowns.<name>` where the config gives one, else from their
+    declared guesses; metrics.json holds the learned values under "unknowns".
 
     With `cfg.resume` set to an earlier run's directory, continues that run from its checkpoint
     (`pinn.run.resume`: the config must be the saved one) and writes the whole run, history from
@@ -67,7 +69,7 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
     its own (per process, from a generator seeded for its rank), and only rank 0 writes
     `run_dir`; every process returns the metrics.
     """
-    run_dir = Path(run_dir)
+    run_dir, started_at = Path(run_dir), utc_now()
     resume = load_resume(cfg)  # first: a bad checkpoint or config costs nothing
     dtype, device = dtype_of(cfg.dtype), process_device(device_of(cfg.device))
     if cfg.threads:
@@ -118,11 +120,12 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
     wall_time = time.perf_counter() - started + (resume["training"]["time_s"] if resume else 0)
 
     metrics = summarise(result, validator, model, wall_time, unknowns.values())
+    metrics |= provenance(cfg, device, started_at, utc_now())
     if world.is_main:
         if unknowns.names:
             learned = ", ".join(f"{n} = {value:.6g}" for n, value in unknowns.values().items())
             log.info("learned unknowns: %s", learned)
-        write_outputs(run_dir, problem, model, result, metrics, validator)
+        write_outputs(run_dir, problem, model, result, metrics, validator, vtk=cfg.outputs.vtk)
     return metrics
 
 

@@ -242,9 +242,10 @@ def snapshot(folder: Path) -> dict[str, bytes]:
 
 
 def outputs(run_dir: Path) -> tuple[dict, list[dict]]:
-    """metrics.json but the time, and history.csv but the times."""
+    """metrics.json but the times, and history.csv but the times."""
     metrics = json.loads((run_dir / "metrics.json").read_text())
-    metrics.pop("wall_time_s")
+    for key in ("wall_time_s", "started", "ended"):
+        metrics.pop(key)
     with open(run_dir / "history.csv") as file:
         history = [{k: v for k, v in row.items() if k != "time_s"} for row in csv.DictReader(file)]
     return metrics, history
