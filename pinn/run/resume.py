@@ -24,6 +24,8 @@ FREE_KEYS = (
     "resume",
     "threads",
     "distributed.timeout_s",
+    "outputs.error_scale",
+    "outputs.plot_formats",
     *(f"trainer.{key}" for key in FREE_SETTINGS),
 )
 
