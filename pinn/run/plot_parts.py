@@ -18,6 +18,7 @@ from pinn.run.validation import Validator, can_validate
 
 ERROR_SCALES = ("linear", "log")
 ERROR_LABEL = "|error|"  # the label of every error colorbar
+_LOG_DECADES = 8  # the most decades a log error scale spans
 
 
 def time_axis(domain: Domain) -> int | None:
@@ -72,18 +73,22 @@ def value_norm(arrays) -> Normalize:
 def error_norm(arrays, scale: str = "linear") -> Normalize:
     """The norm of an output's |error| maps: linear from 0, or logarithmic ("log").
 
-    On a log scale, zero errors sit at the bottom of the scale (drawn with `clip_errors`): the
-    smallest positive error, or 1e-16 where every error is zero.
+    A log scale reaches down to the smallest positive error, but no further than `_LOG_DECADES`
+    decades below the largest and at least one decade (1e-16 to 1e-15 where every error is zero);
+    errors below it, zeros included, take its lowest colour (`clip_errors`).
     """
     values = _finite(arrays)
     high = float(values.max()) if values.size else 0.0
     if scale == "log":
+        if high <= 0:
+            return LogNorm(1e-16, 1e-15)
         positive = values[values > 0]
-        low = float(positive.min()) if positive.size else 1e-16
-        return LogNorm(low, high if high > low else 10 * low)
+        low = max(float(positive.min()), high * 10.0**-_LOG_DECADES)
+        return LogNorm(min(low, high / 10), high)
     return Normalize(0.0, high if high > 0 else 1.0)
 
 
 def clip_errors(errors: np.ndarray, norm: Normalize) -> np.ndarray:
-    """`errors` raised to the bottom of a log norm, so zeros get its lowest colour (NaN kept)."""
+    """`errors` raised to the bottom of a log norm, so zeros get its lowest colour (NaN kept:
+    outside the domain)."""
     return np.maximum(errors, norm.vmin) if isinstance(norm, LogNorm) else errors

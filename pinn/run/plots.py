@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from matplotlib import rc_context
 
 # Figure without pyplot: no GUI backend is chosen or changed, so this works on headless machines
 # and leaves a notebook's inline backend alone.
@@ -89,8 +90,11 @@ class PlotOptions:
 def save_figure(figure: Figure, stem: str | Path, formats: Sequence[str] = ("png",)) -> list[Path]:
     """Write `figure` to `<stem>.<format>` for each format; returns the paths written."""
     paths = [Path(f"{stem}.{name}") for name in formats]
-    for path in paths:
-        figure.savefig(path, dpi=_DPI)
+    # TrueType fonts in a PDF (matplotlib's default, Type 3, is refused by many journals); the
+    # setting holds for these calls only.
+    with rc_context({"pdf.fonttype": 42}):
+        for path in paths:
+            figure.savefig(path, dpi=_DPI)
     return paths
 
 

@@ -10,6 +10,7 @@ from matplotlib.collections import PolyCollection, QuadMesh, TriMesh
 
 from pinn import Ball, Box, ConfigError, Disk, Problem, SpaceTime
 from pinn.run.loss_plot import phase_switches
+from pinn.run.plot_parts import error_norm
 from pinn.run.plots import (
     PlotOptions,
     loss_figure,
@@ -213,6 +214,10 @@ def test_a_log_error_scale_draws_zero_errors_at_its_bottom():
     assert np.isfinite(values).all() and values.min() == pytest.approx(0.001)
     exactly = images(solution_figure(problem, exact, n_per_dim=11, error_scale="log"))[2]
     assert exactly.get_clim() == pytest.approx((1e-16, 1e-15))  # every error zero
+    spread = error_norm([np.array([0.0, 1e-12, 1.0])], "log")  # at most 8 decades
+    narrow = error_norm([np.array([0.01, 0.01])], "log")  # at least one
+    assert (spread.vmin, spread.vmax) == pytest.approx((1e-8, 1.0))
+    assert (narrow.vmin, narrow.vmax) == pytest.approx((1e-3, 1e-2))
     with pytest.raises(ConfigError, match="outputs.error_scale='symlog' is unknown"):
         solution_figure(problem, exact, error_scale="symlog")
 
@@ -327,3 +332,49 @@ def test_unknown_choices_are_refused_in_one_line(outputs, message):
     with pytest.raises(ConfigError) as error:
         PlotOptions.from_config(outputs)
     assert message in str(error.value) and "\n" not in str(error.value)
+
+
+# --- a run's plots ---------------------------------------------------------------------------
+
+TINY = [
+    "trainer.steps=6",
+    "trainer.lbfgs_steps=3",
+    "trainer.log_every=3",
+    "trainer.progress=false",
+    "problem.n_interior=32",
+    "problem.n_boundary=16",
+    "model.width=4",
+    "model.depth=1",
+]
+
+
+def test_a_run_writes_its_plots_in_each_format(tmp_path):
+    from pinn import compose_config, train
+
+    overrides = ["outputs.plot_formats=[png,pdf,svg]", "outputs.error_scale=log"]
+    metrics = train(compose_config([*TINY, *overrides]), tmp_path)
+    for stem in ("solution", "loss"):
+        for name, magic in MAGIC.items():
+            assert (tmp_path / f"{stem}.{name}").read_bytes().startswith(magic)
+    svg = (tmp_path / "solution.svg").read_text()
+    assert f"rel_l2 = {metrics['rel_l2']:.3e}, 9 steps" in svg  # the title, as text
+    assert "L-BFGS" in (tmp_path / "loss.svg").read_text()
+
+
+def test_an_unknown_format_is_refused_before_training(tmp_path):
+    from pinn import compose_config, train
+
+    cfg = compose_config([*TINY, "outputs.plot_formats=[png,eps]"])
+    with pytest.raises(ConfigError, match="'eps' is not a plot format; choose from png, pdf, svg"):
+        train(cfg, tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_plot_choices_may_change_on_resume(tmp_path):
+    from pinn.run.resume import check_same_run
+
+    saved = {"outputs": {"vtk": False, "plot_formats": ["png"], "error_scale": "linear"}}
+    changed = {"outputs": {"vtk": False, "plot_formats": ["pdf"], "error_scale": "log"}}
+    check_same_run(saved, changed, tmp_path / "checkpoint.pt")  # no ConfigError
+    with pytest.raises(ConfigError, match="seed=1"):  # while a key that changes the result
+        check_same_run({**saved, "seed": 0}, {**changed, "seed": 1}, tmp_path / "checkpoint.pt")
