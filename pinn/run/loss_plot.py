@@ -5,11 +5,13 @@ history has it."""
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from pathlib import Path
 
 from matplotlib.figure import Figure
 
 from pinn.errors import is_finite_number
 from pinn.problem.columns import BOOKKEEPING, LOSS, PHASE, REL_L2, STEP
+from pinn.run.plot_files import DPI
 from pinn.training.weighting import WEIGHT_PREFIX
 
 _NON_TERMS = set(BOOKKEEPING) - {LOSS}
@@ -72,10 +74,10 @@ def loss_figure(history: Sequence[dict], skip: Collection[str] = (), title: str 
 
 
 def plot_loss(
-    history: Sequence[dict], path: str, skip: Collection[str] = (), title: str = ""
+    history: Sequence[dict], path: str | Path, skip: Collection[str] = (), title: str = ""
 ) -> None:
     """Write `loss_figure(history, skip, title)` to `path` (its suffix picks the format)."""
-    loss_figure(history, skip, title).savefig(path, dpi=110)
+    loss_figure(history, skip, title).savefig(path, dpi=DPI)
 
 
 def _mark_phases(axis, history: Sequence[dict]) -> None:

@@ -74,7 +74,8 @@ def write_plots(
         steps=metrics.get("steps"),
     )
     save_figure(solution, run_dir / "solution", plots.formats)
-    loss = loss_figure(result.history, skip=metrics.get("unknowns", {}))
+    title = f"{type(problem).__name__}: training loss"
+    loss = loss_figure(result.history, skip=metrics.get("unknowns", {}), title=title)
     save_figure(loss, run_dir / "loss", plots.formats)
 
 

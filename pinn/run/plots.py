@@ -11,30 +11,28 @@
 The true solution is the exact one where the problem has it, else its reference data (drawn
 at the reference points). An output's predicted and true maps share one colour scale, its
 |error| maps have their own (linear, or log with `error_scale="log"`); the figure's title names
-the problem, rel_l2 and the steps where they are given. `PlotOptions` holds a run's choices
-(`outputs.plot_formats`, `outputs.error_scale`); `save_figure` writes a figure in each format.
+the problem, rel_l2 and the steps where they are given. A run's choices (`outputs.plot_formats`,
+`outputs.error_scale`) are a `PlotOptions`; `save_figure` writes a figure in each format
+(`pinn.run.plot_files`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
-from matplotlib import rc_context
 
 # Figure without pyplot: no GUI backend is chosen or changed, so this works on headless machines
 # and leaves a notebook's inline backend alone.
 from matplotlib.figure import Figure
 
 from pinn.derivatives.field import Model
-from pinn.errors import ConfigError
 from pinn.problem.problem import Problem
 from pinn.run.loss_plot import loss_columns, loss_figure, plot_loss
+from pinn.run.plot_files import DPI, PLOT_FORMATS, PlotOptions, save_figure
 from pinn.run.plot_maps import output_maps, plane, slices
-from pinn.run.plot_parts import ERROR_SCALES, Truth, like, numpy, time_axis
+from pinn.run.plot_parts import Truth, like, numpy, time_axis
 from pinn.run.validation import Validator, predict
 
 __all__ = [
@@ -50,52 +48,7 @@ __all__ = [
     "time_axis",
 ]
 
-PLOT_FORMATS = ("png", "pdf", "svg")
-_DPI = 110  # of a PNG, and of the maps rasterised inside a PDF or SVG
 _SNAPSHOTS = 4  # times at which a 1-D + time solution is drawn as curves
-
-
-@dataclass(frozen=True)
-class PlotOptions:
-    """How a run's plots are written: `formats` (each of `PLOT_FORMATS`) and the |error| maps'
-    `error_scale` ("linear" or "log")."""
-
-    formats: tuple[str, ...] = ("png",)
-    error_scale: str = "linear"
-
-    def __post_init__(self):
-        for name in self.formats:
-            if name not in PLOT_FORMATS:
-                raise ConfigError(
-                    f"outputs.plot_formats: {name!r} is not a plot format; choose from "
-                    f"{', '.join(PLOT_FORMATS)}, e.g. outputs.plot_formats=[png,pdf]"
-                )
-        if self.error_scale not in ERROR_SCALES:
-            raise ConfigError(
-                f"outputs.error_scale={self.error_scale!r} is unknown; choose "
-                f"{' or '.join(ERROR_SCALES)}"
-            )
-
-    @classmethod
-    def from_config(cls, outputs: Mapping | None) -> PlotOptions:
-        """From the config's `outputs:` block (defaults for missing keys); a single format may
-        be given as a string. Raises ConfigError for an unknown format or scale."""
-        outputs = outputs or {}
-        formats = outputs.get("plot_formats", ["png"])
-        formats = [formats] if isinstance(formats, str) else list(formats or [])
-        unique = tuple(dict.fromkeys(str(name).lower() for name in formats))
-        return cls(unique, str(outputs.get("error_scale", "linear")))
-
-
-def save_figure(figure: Figure, stem: str | Path, formats: Sequence[str] = ("png",)) -> list[Path]:
-    """Write `figure` to `<stem>.<format>` for each format; returns the paths written."""
-    paths = [Path(f"{stem}.{name}") for name in formats]
-    # TrueType fonts in a PDF (matplotlib's default, Type 3, is refused by many journals); the
-    # setting holds for these calls only.
-    with rc_context({"pdf.fonttype": 42}):
-        for path in paths:
-            figure.savefig(path, dpi=_DPI)
-    return paths
 
 
 def plot_solution(
@@ -122,7 +75,7 @@ def plot_solution(
         rel_l2=rel_l2,
         steps=steps,
     )
-    figure.savefig(path, dpi=_DPI)
+    figure.savefig(path, dpi=DPI)
 
 
 def solution_figure(

@@ -326,6 +326,7 @@ def test_each_format_is_written(tmp_path):
     [
         ({"plot_formats": ["png", "jpg"]}, "'jpg' is not a plot format; choose from png, pdf, svg"),
         ({"error_scale": "logarithmic"}, "outputs.error_scale='logarithmic' is unknown"),
+        ({"plot_formats": 5}, "outputs.plot_formats must be a list of formats such as [png,pdf]"),
     ],
 )
 def test_unknown_choices_are_refused_in_one_line(outputs, message):
