@@ -1,5 +1,5 @@
 """What a finished run leaves in its directory: metrics.json, history.csv, prediction.npz,
-the plots and, on request, VTK files."""
+the plots (in each of `outputs.plot_formats`) and, on request, VTK files."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from pinn.problem.problem import Problem
-from pinn.run.plots import plot_loss, plot_solution
+from pinn.run.plots import PlotOptions, loss_figure, save_figure, solution_figure
 from pinn.run.validation import Validator, evaluation_points, predict
 from pinn.run.vtk import write_vtk
 from pinn.training.history import HISTORY_NAME, HistoryCSV
@@ -46,17 +46,42 @@ def write_outputs(
     result: FitResult,
     metrics: dict,
     validator: Validator | None = None,
+    plots: PlotOptions | None = None,
     vtk: bool = False,
 ) -> None:
-    """metrics.json, history.csv, prediction.npz, solution.png and loss.png in `run_dir`; with
-    `vtk`, the prediction as VTK files too (`pinn.run.vtk`)."""
+    """metrics.json, history.csv, prediction.npz, and solution.<format> and loss.<format> for
+    each of `plots.formats` (png when `plots` is None) in `run_dir`; with `vtk`, the
+    prediction as VTK files too (`pinn.run.vtk`)."""
     (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     HistoryCSV(run_dir / HISTORY_NAME).update(result.history)
     arrays = write_prediction(run_dir / PREDICTION_NAME, problem, model, validator)
     if vtk:
         write_vtk(run_dir, problem.domain, problem.outputs, arrays)
-    plot_solution(problem, model, run_dir / "solution.png", validator)
-    plot_loss(result.history, run_dir / "loss.png", skip=metrics.get("unknowns", {}))
+    write_plots(run_dir, problem, model, result, metrics, validator, plots or PlotOptions())
+
+
+def write_plots(
+    run_dir: Path,
+    problem: Problem,
+    model,
+    result: FitResult,
+    metrics: dict,
+    validator: Validator | None,
+    plots: PlotOptions,
+) -> None:
+    """solution.<format> (titled with the problem, rel_l2 and steps) and loss.<format>."""
+    solution = solution_figure(
+        problem,
+        model,
+        validator,
+        error_scale=plots.error_scale,
+        rel_l2=metrics.get("rel_l2"),
+        steps=metrics.get("steps"),
+    )
+    save_figure(solution, run_dir / "solution", plots.formats)
+    title = f"{type(problem).__name__}: training loss"
+    loss = loss_figure(result.history, skip=metrics.get("unknowns", {}), title=title)
+    save_figure(loss, run_dir / "loss", plots.formats)
 
 
 def write_prediction(

@@ -25,6 +25,7 @@ FREE_KEYS = (
     "threads",
     "distributed.timeout_s",
     "outputs.vtk",
+    "outputs.error_scale",
     "outputs.plot_formats",
     *(f"trainer.{key}" for key in FREE_SETTINGS),
 )

@@ -27,6 +27,7 @@ from pinn.run.build import (
     seed_of,
 )
 from pinn.run.outputs import summarise, write_outputs
+from pinn.run.plots import PlotOptions
 from pinn.run.provenance import provenance, utc_now
 from pinn.run.resume import checkpoint_file, load_resume
 from pinn.run.validation import Validator, can_validate
@@ -55,9 +56,10 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
     costs nothing. Writes into `run_dir`: config.yaml; history.csv (as the run goes) and
     checkpoint.pt (every `trainer.checkpoint_every` steps); at the end metrics.json (with the
     run's problem, seed, device, dtype, versions and start and end times), prediction.npz,
-    solution.png and loss.png, and with `outputs.vtk` the prediction as VTK files. A problem's
-    unknowns start from `problem.unknowns.<name>` where the config gives one, else from their
-    declared guesses; metrics.json holds the learned values under "unknowns".
+    solution.png and loss.png (in each of `outputs.plot_formats`), and with `outputs.vtk` the
+    prediction as VTK files. A problem's unknowns start from `problem.unknowns.<name>` where the
+    config gives one, else from their declared guesses; metrics.json holds the learned values
+    under "unknowns".
 
     With `cfg.resume` set to an earlier run's directory, continues that run from its checkpoint
     (`pinn.run.resume`: the config must be the saved one) and writes the whole run, history from
@@ -71,6 +73,7 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
     """
     run_dir, started_at = Path(run_dir), utc_now()
     resume = load_resume(cfg)  # first: a bad checkpoint or config costs nothing
+    plots = PlotOptions.from_config(cfg.get("outputs"))  # formats and error scale, checked
     dtype, device = dtype_of(cfg.dtype), process_device(device_of(cfg.device))
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
@@ -125,7 +128,9 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
         if unknowns.names:
             learned = ", ".join(f"{n} = {value:.6g}" for n, value in unknowns.values().items())
             log.info("learned unknowns: %s", learned)
-        write_outputs(run_dir, problem, model, result, metrics, validator, vtk=cfg.outputs.vtk)
+        write_outputs(
+            run_dir, problem, model, result, metrics, validator, plots, vtk=cfg.outputs.vtk
+        )
     return metrics
 
 
