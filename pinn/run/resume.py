@@ -23,6 +23,7 @@ from pinn.training.settings import FREE_SETTINGS
 FREE_KEYS = (
     "resume",
     "threads",
+    "logger",
     "distributed.timeout_s",
     *(f"trainer.{key}" for key in FREE_SETTINGS),
 )

@@ -28,6 +28,7 @@ from pinn.run.build import (
 )
 from pinn.run.outputs import summarise, write_outputs
 from pinn.run.resume import checkpoint_file, load_resume
+from pinn.run.tensorboard import run_loggers
 from pinn.run.validation import Validator, can_validate
 from pinn.training.checkpoint import CHECKPOINT_NAME
 from pinn.training.distributed import process_device, rank_seed, start
@@ -55,7 +56,8 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
     checkpoint.pt (every `trainer.checkpoint_every` steps); at the end metrics.json,
     prediction.npz, solution.png and loss.png. A problem's unknowns start from
     `problem.unknowns.<name>` where the config gives one, else from their declared guesses;
-    metrics.json holds the learned values under "unknowns".
+    metrics.json holds the learned values under "unknowns". With `logger=tensorboard`, the
+    history's scalars also go into `run_dir`/tensorboard/ (`pinn.run.tensorboard`).
 
     With `cfg.resume` set to an earlier run's directory, continues that run from its checkpoint
     (`pinn.run.resume`: the config must be the saved one) and writes the whole run, history from
@@ -69,6 +71,7 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
     """
     run_dir = Path(run_dir)
     resume = load_resume(cfg)  # first: a bad checkpoint or config costs nothing
+    loggers = run_loggers(cfg.get("logger"), run_dir)
     dtype, device = dtype_of(cfg.dtype), process_device(device_of(cfg.device))
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
@@ -113,6 +116,7 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
         history_path=run_dir / HISTORY_NAME,
         estimator=estimator,
         world=world,
+        callbacks=loggers,
     )
     # Training time over every invocation of the run (what a resumed one did before, too).
     wall_time = time.perf_counter() - started + (resume["training"]["time_s"] if resume else 0)
