@@ -60,10 +60,14 @@ class CallbackList(Callback):
     """Several callbacks called as one, in their order.
 
     Raises:
-        ConfigError: an entry is not a `Callback`.
+        ConfigError: an entry is not a `Callback`, or `callbacks` is one, not a list.
     """
 
     def __init__(self, callbacks: Sequence[Callback] = ()):
+        if isinstance(callbacks, Callback):
+            raise ConfigError(
+                f"callbacks= takes a list of pinn.Callback, not one: callbacks=[{callbacks!r}]"
+            )
         for index, callback in enumerate(callbacks):
             if not isinstance(callback, Callback):
                 raise ConfigError(

@@ -81,7 +81,7 @@ def fit(
     history_path: str | Path | None = None,
     estimator: LaplacianEstimator | None = None,
     world: World | None = None,
-    callbacks: Sequence[Callback] = (),
+    callbacks: Sequence[Callback] | None = None,
 ) -> FitResult:
     """Train `model` on `problem` in place: Adam for `settings.steps`, then L-BFGS.
 
@@ -123,7 +123,7 @@ def fit(
         ConfigError: an entry of `callbacks` is not a `pinn.Callback`.
     """
     history_file = [HistoryFile(history_path)] if history_path is not None else []
-    listeners = CallbackList([*history_file, CallbackList(callbacks)])  # checked before any work
+    listeners = CallbackList([*history_file, CallbackList(callbacks or ())])  # checked first
     if estimator is not None:
         estimator.check_dimension(len(problem.inputs))
         if settings.lbfgs_steps:

@@ -159,3 +159,8 @@ def test_something_not_a_callback_is_refused_before_any_work(tmp_path):
         tiny_fit(tmp_path, [Calls(), print])
     assert not (tmp_path / "history.csv").exists()
     assert not (tmp_path / "checkpoint.pt").exists()
+
+
+def test_one_callback_not_in_a_list_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match=r"takes a list of pinn.Callback, not one: callbacks=\["):
+        tiny_fit(tmp_path, Calls())
