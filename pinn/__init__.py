@@ -69,6 +69,7 @@ from pinn.problem import (
 from pinn.run.validation import Validator, evaluation_points
 from pinn.training import (
     WEIGHTINGS,
+    Callback,
     FitResult,
     LossWeights,
     TrainSettings,
@@ -102,9 +103,11 @@ __all__ = [
     "Refinement",
     "WEIGHTINGS",
     "TaylorModeUnsupported",
+    "TensorBoardLogger",
     "Batch",
     "BoundaryPoints",
     "Box",
+    "Callback",
     "CheckpointError",
     "Condition",
     "ConfigError",
@@ -161,6 +164,7 @@ _ON_FIRST_USE = {
     "plot_loss": "pinn.run.plots",
     "plot_solution": "pinn.run.plots",
     "solution_figure": "pinn.run.plots",
+    "TensorBoardLogger": "pinn.run.tensorboard",
 }
 
 

@@ -23,6 +23,7 @@ from pinn.training.settings import FREE_SETTINGS
 FREE_KEYS = (
     "resume",
     "threads",
+    "logger",
     "distributed.timeout_s",
     "outputs.vtk",
     "outputs.error_scale",

@@ -30,6 +30,7 @@ from pinn.run.outputs import summarise, write_outputs
 from pinn.run.plots import PlotOptions
 from pinn.run.provenance import provenance, utc_now
 from pinn.run.resume import checkpoint_file, load_resume
+from pinn.run.tensorboard import run_loggers
 from pinn.run.validation import Validator, can_validate
 from pinn.training.checkpoint import CHECKPOINT_NAME
 from pinn.training.distributed import process_device, rank_seed, start
@@ -59,7 +60,8 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
     solution.png and loss.png (in each of `outputs.plot_formats`), and with `outputs.vtk` the
     prediction as VTK files. A problem's unknowns start from `problem.unknowns.<name>` where the
     config gives one, else from their declared guesses; metrics.json holds the learned values
-    under "unknowns".
+    under "unknowns". With `logger=tensorboard`, the history's scalars also go into
+    `run_dir`/tensorboard/ (`pinn.run.tensorboard`).
 
     With `cfg.resume` set to an earlier run's directory, continues that run from its checkpoint
     (`pinn.run.resume`: the config must be the saved one) and writes the whole run, history from
@@ -74,6 +76,7 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
     run_dir, started_at = Path(run_dir), utc_now()
     resume = load_resume(cfg)  # first: a bad checkpoint or config costs nothing
     plots = PlotOptions.from_config(cfg.get("outputs"))  # formats and error scale, checked
+    loggers = run_loggers(cfg.get("logger"), run_dir)
     dtype, device = dtype_of(cfg.dtype), process_device(device_of(cfg.device))
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
@@ -118,6 +121,7 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
         history_path=run_dir / HISTORY_NAME,
         estimator=estimator,
         world=world,
+        callbacks=loggers,
     )
     # Training time over every invocation of the run (what a resumed one did before, too).
     wall_time = time.perf_counter() - started + (resume["training"]["time_s"] if resume else 0)

@@ -1,6 +1,8 @@
 """Training: the loop and its phases, optimisers, schedules, loss weights, checkpoints.
 
     fit(problem, model, TrainSettings(...), points)    Adam, then L-BFGS (pinn.training.loop)
+    Callback                                           called by fit at each history row,
+                                                       checkpoint, phase change, the end
     TrainSettings                                      how to train, checked when made
     RunState, FitResult                                a run's state (what a checkpoint
                                                        holds), what fit returns
@@ -8,7 +10,7 @@
     LBFGS                                              pinn's L-BFGS (strong Wolfe line search)
     LossWeights, WEIGHTINGS                            fixed or adaptive (LRA) term weights
     save_checkpoint, load_checkpoint                   atomic checkpoint files
-    HistoryCSV                                         history.csv, written as a run goes
+    HistoryCSV, HistoryFile                            history.csv, written as a run goes
 
 Inside: state (RunState), phases (adam, lbfgs, finish: each reads top to bottom), and the parts
 they call at their cadence: step_loss (the loss of a batch, eager or compiled), recording
@@ -18,9 +20,10 @@ distributed (reductions over processes).
 This layer knows problems, geometry and derivatives; nothing below it imports it.
 """
 
+from pinn.training.callbacks import Callback
 from pinn.training.checkpoint import CHECKPOINT_NAME, load_checkpoint, save_checkpoint
 from pinn.training.distributed import World, rank_seed
-from pinn.training.history import HISTORY_NAME, HistoryCSV
+from pinn.training.history import HISTORY_NAME, HistoryCSV, HistoryFile
 from pinn.training.lbfgs import LBFGS
 from pinn.training.loop import fit
 from pinn.training.settings import TrainSettings
@@ -31,8 +34,10 @@ __all__ = [
     "CHECKPOINT_NAME",
     "HISTORY_NAME",
     "WEIGHTINGS",
+    "Callback",
     "FitResult",
     "HistoryCSV",
+    "HistoryFile",
     "LBFGS",
     "LossWeights",
     "RunState",

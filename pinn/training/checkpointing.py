@@ -37,11 +37,13 @@ class Checkpoints:
             return False
         return step - (self.last_saved or 0) >= self.every
 
-    def write(self, state: RunState, loss: float) -> None:
-        """Write `state` (its loss `loss`); every process calls this, rank 0 writes."""
+    def write(self, state: RunState, loss: float) -> bool:
+        """Write `state` (its loss `loss`); every process calls this, rank 0 writes. Returns
+        whether this process wrote the file."""
         if self.path is None:
-            return
+            return False
         saved = state.checkpoint(loss, self.extra)  # on every process: it gathers their parts
         if self.world.is_main:
             save_checkpoint(self.path, saved)
         self.last_saved = state.step
+        return self.world.is_main

@@ -1,10 +1,20 @@
-"""history.csv, written as a run goes: one row per logged step, so a long run can be watched."""
+"""history.csv, written as a run goes: one row per logged step, so a long run can be watched.
+
+`HistoryCSV` keeps a file equal to a list of rows; `HistoryFile` is the callback `fit` writes
+history.csv with, at every history row.
+"""
 
 from __future__ import annotations
 
 import csv
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pinn.training.callbacks import Callback
+
+if TYPE_CHECKING:
+    from pinn.training.state import RunState
 
 HISTORY_NAME = "history.csv"
 
@@ -32,3 +42,14 @@ class HistoryCSV:
             with open(self.path, "a", newline="") as file:
                 csv.DictWriter(file, fieldnames=self.columns).writerows(history[self.written :])
             self.written = len(history)
+
+
+class HistoryFile(Callback):
+    """The callback that keeps history.csv at `path` equal to the run's history, row by row
+    (a resumed run's rows from before its checkpoint included)."""
+
+    def __init__(self, path: str | Path):
+        self.csv = HistoryCSV(path)
+
+    def on_row(self, row: dict[str, Any], state: RunState) -> None:
+        self.csv.update(state.history)

@@ -28,6 +28,11 @@ A checkpoint holds the whole state of the run (`RunState.checkpoint`), so
 
 continues an interrupted run and ends bit for bit where the uninterrupted one would have.
 
+Callbacks (`pinn.training.callbacks`) see each history row, checkpoint and change of phase,
+and the end; history.csv is written by one:
+
+    result  = fit(problem, model, settings, points, callbacks=[MyCallback()])
+
 A problem's unknown coefficients (`Problem.unknowns`, an inverse problem) train with the
 network: both optimisers get them, the checkpoint holds them and every history row has a column
 with each one's current value.
@@ -35,7 +40,7 @@ with each one's current value.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,11 +53,12 @@ from pinn.derivatives.stochastic import LaplacianEstimator
 from pinn.errors import ConfigError
 from pinn.geometry import PointSampler
 from pinn.problem.problem import Problem
+from pinn.training.callbacks import Callback, CallbackList
 from pinn.training.checkpoint import load_checkpoint
 from pinn.training.checkpointing import Checkpoints
 from pinn.training.distributed import World
 from pinn.training.divergence import DivergenceWatch
-from pinn.training.history import HistoryCSV
+from pinn.training.history import HistoryFile
 from pinn.training.phases import Parts, adam, finish, lbfgs
 from pinn.training.recording import Recorder, Validator
 from pinn.training.settings import TrainSettings
@@ -75,6 +81,7 @@ def fit(
     history_path: str | Path | None = None,
     estimator: LaplacianEstimator | None = None,
     world: World | None = None,
+    callbacks: Sequence[Callback] | None = None,
 ) -> FitResult:
     """Train `model` on `problem` in place: Adam for `settings.steps`, then L-BFGS.
 
@@ -102,6 +109,9 @@ def fit(
             seeded apart, `rank_seed`); the losses in the history are averages over the
             processes, and only rank 0 writes `checkpoint_path` and `history_path` and
             validates (the other ranks' rows have no rel_l2).
+        callbacks: `pinn.Callback`s, called in order at each history row, checkpoint written,
+            change of phase and the end (`pinn.training.callbacks`), after the one that writes
+            `history_path`. Under torchrun only rank 0 calls them.
 
     A problem that declares unknowns trains them too: those attached to it (by
     `problem.attach_unknowns` or an earlier fit), or else fresh ones at their declared guesses
@@ -110,7 +120,10 @@ def fit(
     Raises:
         TrainingDiverged: the loss became NaN or inf; the last good checkpoint is kept.
         CheckpointError, ConfigError: `resume_from` is unreadable or from another kind of run.
+        ConfigError: an entry of `callbacks` is not a `pinn.Callback`.
     """
+    history_file = [HistoryFile(history_path)] if history_path is not None else []
+    listeners = CallbackList([*history_file, CallbackList(callbacks or ())])  # checked first
     if estimator is not None:
         estimator.check_dimension(len(problem.inputs))
         if settings.lbfgs_steps:
@@ -120,6 +133,8 @@ def fit(
                 "laplacian.method=exact"
             )
     world = world or World.current()
+    if not world.is_main:
+        listeners = CallbackList()  # only rank 0 calls callbacks
     state = RunState(
         model,
         problem.unknowns_for(*_dtype_and_device(model, points)),
@@ -134,22 +149,24 @@ def fit(
     if resume_from is not None:
         is_path = isinstance(resume_from, (str, Path))
         state.restore(load_checkpoint(resume_from) if is_path else resume_from)
-    if state.phase == "done":
-        return state.result()  # a finished run: nothing left to train
+    if state.phase == "done":  # a finished run: nothing left to train
+        result = state.result()
+        listeners.on_end(result, state)
+        return result
     checkpoints = Checkpoints(checkpoint_path, settings.checkpoint_every, checkpoint_extra, world)
     checkpoints.last_saved = state.resumed_from
-    history = HistoryCSV(history_path) if history_path is not None and world.is_main else None
     parts = Parts(
         StepLoss(problem, state),
-        Recorder(state, validator, history, settings.progress),
+        Recorder(state, validator, settings.progress),
         checkpoints,
         DivergenceWatch(lambda: checkpoints.last_saved),
+        listeners,
     )
     return _run_phases(state, parts)
 
 
 def _run_phases(state: RunState, parts: Parts) -> FitResult:
-    """Run the phases from where `state` is: Adam, L-BFGS, the final loss."""
+    """Run the phases from where `state` is: Adam, L-BFGS, the final loss; then the end."""
     try:
         if state.batch is None:  # a fresh run (a resumed one has its batch back)
             state.batch = state.points.draw()
@@ -160,7 +177,9 @@ def _run_phases(state: RunState, parts: Parts) -> FitResult:
         finish(state, parts)
     finally:
         parts.recorder.close()
-    return state.result()
+    result = state.result()
+    parts.callbacks.on_end(result, state)
+    return result
 
 
 def _probe(problem: Problem, model: nn.Module, points: PointSampler) -> torch.Tensor:

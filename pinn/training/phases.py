@@ -1,17 +1,20 @@
 """The phases of a run, each reading top to bottom: Adam, then L-BFGS, then the final loss.
 
 Each takes the run's state (`RunState`) and the parts it calls at their cadence (`Parts`):
-the loss of a batch, the recorder (history rows, progress), the checkpoints and the watch on
-non-finite losses. A phase starts where the state is, so a resumed run takes up mid-phase.
+the loss of a batch, the recorder (history rows, progress), the checkpoints, the watch on
+non-finite losses and the callbacks (history.csv, a user's: told of each row, checkpoint and
+change of phase). A phase starts where the state is, so a resumed run takes up mid-phase.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
+from pinn.training.callbacks import CallbackList
 from pinn.training.checkpointing import Checkpoints
 from pinn.training.divergence import DivergenceWatch
 from pinn.training.lbfgs import LBFGS
@@ -23,22 +26,32 @@ from pinn.training.step_loss import StepLoss
 
 @dataclass
 class Parts:
-    """What the phases call: the loss, the recorder, the checkpoints, the divergence watch."""
+    """What the phases call: the loss, the recorder, the checkpoints, the divergence watch and
+    the callbacks (empty on ranks other than 0)."""
 
     loss: StepLoss
     recorder: Recorder
     checkpoints: Checkpoints
     watch: DivergenceWatch
+    callbacks: CallbackList
 
     def row(self, step, phase, terms, loss, lr=math.nan, validate=True) -> None:
-        """A history row, never after a non-finite loss."""
+        """A history row, never after a non-finite loss; the callbacks see it."""
         self.watch.check()
         self.recorder.row(step, phase, terms, loss, lr, validate)
+        self.callbacks.on_row(self.recorder.state.history[-1], self.recorder.state)
 
     def save(self, state: RunState, loss: torch.Tensor) -> None:
-        """The checkpoint of `state`, never after a non-finite loss."""
+        """The checkpoint of `state`, never after a non-finite loss; the callbacks hear of it."""
         self.watch.check()
-        self.checkpoints.write(state, loss.item())
+        if self.checkpoints.write(state, loss.item()):
+            self.callbacks.on_checkpoint(Path(self.checkpoints.path), state.step, state)
+
+    def enter(self, state: RunState, phase: str) -> None:
+        """`state` goes into `phase` ("lbfgs" or "done"); the bar and the callbacks show it."""
+        old, state.phase = state.phase, phase
+        self.recorder.phase(phase)
+        self.callbacks.on_phase(old, phase, state)
 
     def save_if_due(self, state: RunState, loss: torch.Tensor) -> None:
         if self.checkpoints.due(state.step):
@@ -92,8 +105,7 @@ def lbfgs(state: RunState, parts: Parts) -> None:
     remaining = total - (state.step - settings.steps)
     if remaining <= 0:
         return
-    state.phase = "lbfgs"
-    parts.recorder.phase("lbfgs")
+    parts.enter(state, "lbfgs")
     optimizer = LBFGS(
         state.parameters,
         history_size=50,
@@ -137,7 +149,7 @@ def finish(state: RunState, parts: Parts) -> None:
     """The final loss at the final parameters, its history row and the last checkpoint."""
     terms, loss = parts.loss.reduce(*parts.loss(state.batch))
     parts.watch.require_finite(terms, loss, state.step, "final")
-    state.phase = "done"
+    parts.enter(state, "done")
     parts.row(state.step, "final", terms, loss)
     parts.save(state, loss)
     state.final_loss = loss.item()

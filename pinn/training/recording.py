@@ -1,6 +1,6 @@
-"""What a run shows as it goes: the history rows (and history.csv), rel_l2, the progress bar.
+"""What a run shows as it goes: the history rows, rel_l2, the progress bar.
 
-recorder = Recorder(state, validator, history_file, progress=True)
+recorder = Recorder(state, validator, progress=True)
 recorder.row(step, "adam", terms, loss, lr=...)   # a history row; validates if asked
 recorder.advance()                                # one step done: the bar moves
 """
@@ -15,7 +15,6 @@ from tqdm.auto import tqdm
 
 from pinn.errors import ConfigError
 from pinn.problem.columns import LOSS, LR, PHASE, REL_L2, STEP, TIME_S
-from pinn.training.history import HistoryCSV
 from pinn.training.state import RunState
 
 
@@ -27,7 +26,8 @@ class Validator(Protocol):
 
 
 class Recorder:
-    """History rows into `state.history` (and `history_file`), the bar on rank 0 only.
+    """History rows into `state.history` (history.csv and the other callbacks see them through
+    `Parts.row`), the bar on rank 0 only.
 
     Only rank 0 validates, so only its rows carry rel_l2; losses are the values given (under
     data-parallel training, the averages over the processes).
@@ -37,13 +37,11 @@ class Recorder:
         self,
         state: RunState,
         validator: Validator | None = None,
-        history_file: HistoryCSV | None = None,
         progress: bool = True,
     ):
         self.state = state
         self.main = state.world.is_main
         self.validator = validator if self.main else None
-        self.history_file = history_file
         settings = state.settings
         self.bar = tqdm(
             total=settings.steps + settings.lbfgs_steps,
@@ -84,8 +82,6 @@ class Recorder:
             row[REL_L2] = self.validator.errors(state.model)[REL_L2]
         row[TIME_S] = state.elapsed()
         state.history.append(row)
-        if self.history_file is not None:
-            self.history_file.update(state.history)
         shown = {"loss": f"{row['loss']:.3e}"}
         if "rel_l2" in row:
             shown["rel_l2"] = f"{row['rel_l2']:.2e}"
