@@ -100,3 +100,11 @@ def seed_of(value: Any) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise ConfigError(f"seed must be a whole number >= 0, got {value!r}")
     return value
+
+
+def threads_of(value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigError(
+            f"threads must be a whole number >= 1 (or null: torch's default), got {value!r}"
+        )
+    return value
