@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional  # noqa: UP035 (OmegaConf reads these)
+from typing import Any  # noqa: UP035 (OmegaConf reads these)
 
 from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
@@ -35,11 +36,11 @@ class ModelSchema:
 @dataclass
 class ProblemSchema:
     target: str = MISSING
-    params: Dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
     n_interior: int = MISSING
     n_boundary: int = MISSING
     sampler: str = MISSING
-    weights: Dict[str, float] = field(default_factory=dict)
+    weights: dict[str, float] = field(default_factory=dict)
     unknowns: Any = None  # checked by Problem.attach_unknowns, which names the unknowns
 
 
@@ -53,7 +54,7 @@ class LaplacianSchema:
 @dataclass
 class OutputsSchema:
     vtk: bool = MISSING
-    plot_formats: List[str] = MISSING
+    plot_formats: list[str] = MISSING
 
 
 @dataclass
@@ -76,12 +77,12 @@ class ConfigSchema:
     seed: int = MISSING
     dtype: str = MISSING
     device: str = MISSING
-    threads: Optional[int] = None
+    threads: int | None = None
     engine: str = MISSING
     laplacian: LaplacianSchema = field(default_factory=LaplacianSchema)
-    resume: Optional[str] = None
+    resume: str | None = None
     overwrite: bool = False
-    logger: Optional[str] = None
+    logger: str | None = None
     outputs: OutputsSchema = field(default_factory=OutputsSchema)
     distributed: DistributedSchema = field(default_factory=DistributedSchema)
     refinement: RefinementSchema = field(default_factory=RefinementSchema)
@@ -158,7 +159,7 @@ def describe(kind: Any) -> str:
         return "a value"
     if kind in names:
         return names[kind]
-    if origin is typing.Union and type(None) in args:
+    if origin in (typing.Union, types.UnionType) and type(None) in args:
         inner = [a for a in args if a is not type(None)]
         return f"null or {describe(inner[0])}"
     if origin is dict:
