@@ -31,11 +31,13 @@ PROBLEM_DOCS = {
 
 
 def key_docs(conf_dir: str | Path) -> dict[str, str]:
-    """{dotted key: its explanation} for every key of the documented yaml files and the problem
-    block, in file order; a key without a comment gets ""."""
+    """{dotted key: its explanation} for every key of the documented yaml files (those that
+    exist) and the problem block, in file order; a key without a comment gets ""."""
     docs: dict[str, str] = {}
     for name, prefix in DOCUMENTED.items():
-        docs.update(_docs_of(Path(conf_dir, name).read_text(), prefix))
+        path = Path(conf_dir, name)
+        if path.is_file():  # a config folder of one's own may lack some
+            docs.update(_docs_of(path.read_text(), prefix))
     return {**docs, **PROBLEM_DOCS}
 
 
