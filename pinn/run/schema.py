@@ -118,8 +118,8 @@ def unknown_key(full_key: str) -> str:
     """`full_key` is no key of its block: say so, list the block's keys and the closest one."""
     block, _, key = full_key.rpartition(".")
     schema = block_schema(block)
-    if schema is None:  # inside a free-form block
-        return f"{full_key} is not a config key"
+    if schema is None:  # inside a free-form block (problem.params, problem.weights)
+        return f"{full_key} is not in the config yet; add it with +{full_key}=<value>"
     valid = [f.name for f in dataclasses.fields(schema)]
     close = difflib.get_close_matches(key, valid, n=1)
     prefix = f"{block}." if block else ""

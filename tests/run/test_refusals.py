@@ -17,7 +17,7 @@ from test_experiment import PROBLEMS
 
 from pinn import CheckpointError, ConfigError, compose_config, load_problem
 from pinn.run.config_docs import key_docs
-from pinn.run.schema import ConfigSchema, check_config
+from pinn.run.schema import ConfigSchema, check_config, unknown_key
 from pinn.run.train import CONF_DIR
 from pinn.training.checkpoint import load_checkpoint
 
@@ -180,3 +180,9 @@ def test_a_right_config_from_a_notebook_passes_and_a_wrong_one_is_refused():
     cfg = compose_config(["+trainer.stesp=5"])
     with pytest.raises(ConfigError, match="did you mean trainer.steps"):
         check_config(cfg)
+
+
+def test_a_new_key_of_a_free_block_without_plus_is_told_to_use_plus():
+    assert unknown_key("problem.params.typo") == (
+        "problem.params.typo is not in the config yet; add it with +problem.params.typo=<value>"
+    )
