@@ -6,6 +6,10 @@
     write_outputs                     metrics.json, history.csv, prediction.npz, plots (outputs)
     plot_solution, plot_loss          the figures (plots)
     load_resume                       resume=: the checkpoint, the config checked (resume)
+    check_config                      every key known, every value of its type (schema)
+    key_docs, register_help           each key's explanation from conf/'s comments; --help
+                                      (config_docs)
+    run_reporting, report             one-line errors of the console, rank 0 only (reporting)
 
 This layer knows every other; it imports Hydra and matplotlib, so `import pinn` loads it only
 on first use.
