@@ -12,7 +12,9 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from pinn.errors import PinnError
-from pinn.run.train import train
+from pinn.run.config_docs import key_docs, register_help
+from pinn.run.reporting import report, run_reporting
+from pinn.run.train import CONF_DIR, train
 from pinn.training.distributed import launched, stop
 
 
@@ -23,8 +25,7 @@ def main(cfg: DictConfig) -> float | None:
         metrics = train(cfg, run_dir)
     except PinnError as error:
         stop(wait=False)
-        print(f"pinn: error: {error}", file=sys.stderr)
-        sys.exit(1)
+        report(str(error))  # once, on rank 0
     stop()
     place = launched()
     if place is None or place[0] == 0:  # rank 0 speaks for all
@@ -76,4 +77,5 @@ def summary(metrics: dict, run_dir: str) -> str:
 
 if __name__ == "__main__":
     sys.argv += quiet_overrides()
-    main()
+    register_help(CONF_DIR)  # conf/config.yaml chooses hydra/help=pinn
+    run_reporting(main, key_docs(CONF_DIR))

@@ -8,7 +8,7 @@ import torch
 
 from pinn.derivatives.engines import Engine
 from pinn.derivatives.field import Field, Model
-from pinn.errors import ConfigError
+from pinn.errors import ConfigError, validating
 from pinn.geometry import Batch
 from pinn.problem.problem import Problem
 
@@ -29,7 +29,10 @@ def loss_terms(
         return engine.field(points, problem.inputs, problem.outputs, site)
 
     interior = field_at(batch.interior, "interior")
-    residual = problem.residual(interior.x, interior)
+    if validating():
+        residual = _checked_residual(problem, interior, len(batch.interior))
+    else:  # the eager first step has checked it; a compiled step only computes
+        residual = problem.residual(interior.x, interior)
     if isinstance(residual, Mapping):
         terms = {f"pde_{key}": _mean_square(value) for key, value in residual.items()}
     else:
@@ -44,6 +47,8 @@ def loss_terms(
                     "name, e.g. Dirichlet(on='x_min', name='left')"
                 )
             residual = condition.residual(boundary, batch.boundary, field_at)
+            if validating():
+                _check_condition_residual(condition.name, residual)
             terms[condition.name] = _mean_square(residual)
     return terms
 
@@ -57,6 +62,52 @@ def weighted_sum(terms: Mapping[str, torch.Tensor], weights: Mapping[str, float]
             f"the terms are {list(terms)}"
         )
     return sum(weights.get(name, 1.0) * value for name, value in terms.items())
+
+
+def _checked_residual(
+    problem: Problem, u: Field, n_points: int
+) -> torch.Tensor | Mapping[str, torch.Tensor]:
+    """`problem.residual` at the (N, d) interior points, refused in one line unless it is an
+    (N,) tensor or a dict of them; an IndexError (x[:, 2] on a 2-D domain) named as such."""
+    name, dim = f"{type(problem).__name__}.residual", u.x.shape[1]
+    try:
+        residual = problem.residual(u.x, u)
+    except IndexError as error:
+        raise ConfigError(
+            f"{name} indexes past the domain's coordinates ({error}): x is (N, {dim}) with "
+            f"columns {list(problem.inputs)}, so x[:, 0] .. x[:, {dim - 1}] exist; use those "
+            "(or u.d('<name>')) or give the domain the missing coordinate"
+        ) from None
+    parts = residual.items() if isinstance(residual, Mapping) else [(None, residual)]
+    for key, value in parts:
+        term = "pde" if key is None else f"pde_{key}"
+        if not isinstance(value, torch.Tensor):
+            raise ConfigError(
+                f"{name} returned {type(value).__name__} for the term {term!r}; it must return "
+                f"an ({n_points},) tensor (one value per point) or a dict of them, one per equation"
+            )
+        if tuple(value.shape) != (n_points,):
+            raise ConfigError(
+                f"{name}: the term {term!r} has shape {tuple(value.shape)}, expected "
+                f"({n_points},), one value per point; index columns as x[:, 0] and u('u') (not "
+                "x[:, :1]) and do not reduce over the points (no .mean() or .sum())"
+            )
+    return residual
+
+
+def _check_condition_residual(name: str, residual: object) -> None:
+    """Refuse a condition's residual unless it is an (n,) tensor, one value per point."""
+    if not isinstance(residual, torch.Tensor):
+        raise ConfigError(
+            f"condition {name!r}: its residual returned {type(residual).__name__}; it must "
+            "return an (n,) tensor, one value per boundary point it holds at"
+        )
+    if residual.ndim != 1:
+        raise ConfigError(
+            f"condition {name!r}: its residual has shape {tuple(residual.shape)}, expected (n,), "
+            "one value per boundary point it holds at; do not broadcast (n, 1) against (n,) or "
+            "reduce over the points"
+        )
 
 
 def _mean_square(residual: torch.Tensor) -> torch.Tensor:

@@ -22,8 +22,11 @@ samples of u into the loss with an `Observations` condition (`pinn.problem.obser
 
 from __future__ import annotations
 
+import difflib
 import importlib
+import inspect
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import torch
 
@@ -188,4 +191,32 @@ def load_problem(target: str, params: dict | None = None) -> Problem:
         raise ConfigError(
             f"problem.target={target!r}: {module_name} has no Problem subclass named {class_name!r}"
         )
-    return cls(**(params or {}))
+    params = params or {}
+    check_params(cls, params)
+    return cls(**params)
+
+
+def check_params(cls: type[Problem], params: dict[str, Any]) -> None:
+    """Refuse `problem.params` in one line unless `cls(**params)` binds: every key one of the
+    constructor's keyword arguments (the closest named), every argument without a default given."""
+    signature = inspect.signature(cls)
+    accepted = {
+        name: parameter
+        for name, parameter in signature.parameters.items()
+        if parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
+    }
+    takes_any = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+    listed = f"the params {', '.join(accepted)}" if accepted else "no params"
+    for key in params:
+        if key not in accepted and not takes_any:
+            close = difflib.get_close_matches(key, list(accepted), n=1)
+            guess = f"; did you mean problem.params.{close[0]}?" if close else ""
+            raise ConfigError(
+                f"unknown config key 'problem.params.{key}': {cls.__name__}() takes {listed}{guess}"
+            )
+    missing = [n for n, p in accepted.items() if p.default is p.empty and n not in params]
+    if missing:
+        raise ConfigError(
+            f"problem.params lacks {', '.join(missing)}: {cls.__name__}() needs a value for "
+            f"each, e.g. +problem.params.{missing[0]}=..."
+        )

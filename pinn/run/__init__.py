@@ -9,6 +9,10 @@
     load_run                          a finished run back: problem, model, config, metrics (load)
     write_vtk                         the prediction as VTK files for ParaView (vtk)
     provenance                        metrics.json's record of how the run was made (provenance)
+    check_config                      every key known, every value of its type (schema)
+    key_docs, register_help           each key's explanation from conf/'s comments; --help
+                                      (config_docs)
+    run_reporting, report             one-line errors of the console, rank 0 only (reporting)
 
 This layer knows every other; it imports Hydra and matplotlib, so `import pinn` loads it only
 on first use.

@@ -99,3 +99,11 @@ def device_of(name: Any) -> torch.device:
 def seed_of(value: Any) -> int:
     require_int("seed", value, minimum=0)
     return value
+
+
+def threads_of(value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigError(
+            f"threads must be a whole number >= 1 (or null: torch's default), got {value!r}"
+        )
+    return value

@@ -50,6 +50,11 @@ def load_resume(cfg: DictConfig) -> dict[str, Any] | None:
     if cfg.get("resume") is None:
         return None
     path = checkpoint_file(cfg.resume)
+    if path.suffix in (".yaml", ".yml"):
+        raise ConfigError(
+            f"resume={cfg.resume} is a config file; give the run directory it lies in "
+            f"(resume={path.parent}) or that run's {CHECKPOINT_NAME}"
+        )
     try:
         state = load_checkpoint(path)
     except CheckpointError as error:

@@ -25,11 +25,14 @@ from pinn.run.build import (
     initial_guesses,
     laplacian_estimator,
     seed_of,
+    threads_of,
 )
+from pinn.run.config_docs import key_docs, register_help
 from pinn.run.outputs import summarise, write_outputs
 from pinn.run.plots import PlotOptions
 from pinn.run.provenance import provenance, utc_now
 from pinn.run.resume import checkpoint_file, load_resume
+from pinn.run.schema import check_config
 from pinn.run.tensorboard import run_loggers
 from pinn.run.validation import Validator, can_validate
 from pinn.training.checkpoint import CHECKPOINT_NAME
@@ -46,6 +49,7 @@ def compose_config(overrides: list[str] | None = None, config_dir: str | Path = 
     """The config `python -m pinn <overrides>` would run, composed without starting a run."""
     from hydra import compose, initialize_config_dir
 
+    register_help(config_dir)  # conf/config.yaml chooses hydra/help=pinn
     with initialize_config_dir(config_dir=str(Path(config_dir).resolve()), version_base="1.3"):
         return compose(config_name="config", overrides=list(overrides or []))
 
@@ -74,12 +78,13 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
     `run_dir`; every process returns the metrics.
     """
     run_dir, started_at = Path(run_dir), utc_now()
+    check_config(cfg, key_docs(CONF_DIR))  # every key known, every value of its type
     resume = load_resume(cfg)  # first: a bad checkpoint or config costs nothing
     plots = PlotOptions.from_config(cfg.get("outputs"))  # formats and error scale, checked
     loggers = run_loggers(cfg.get("logger"), run_dir)
     dtype, device = dtype_of(cfg.dtype), process_device(device_of(cfg.device))
-    if cfg.threads:
-        torch.set_num_threads(int(cfg.threads))
+    if cfg.threads is not None:
+        torch.set_num_threads(threads_of(cfg.threads))
     seed = seed_of(cfg.seed)
     world = start(device, cfg.distributed.timeout_s)
     problem = load_problem(cfg.problem.target, OmegaConf.to_container(cfg.problem.params))

@@ -49,6 +49,27 @@ def as_columns(values: torch.Tensor) -> torch.Tensor:
     return values.unsqueeze(1) if values.ndim == 1 else values
 
 
+def exact_values(problem: Problem, points: torch.Tensor) -> torch.Tensor:
+    """(M, m) `problem.exact` at (M, d) points, refused in one line unless it returned an (M,)
+    tensor (one output) or an (M, m) one for the m outputs."""
+    values, m, count = problem.exact(points), len(problem.outputs), len(points)
+    name = f"{type(problem).__name__}.exact"
+    if not isinstance(values, torch.Tensor):
+        raise ConfigError(
+            f"{name} returned {type(values).__name__}; it must return a tensor of the exact "
+            f"solution at the points, ({count},) or ({count}, {m})"
+        )
+    expected = [(count, m)] + ([(count,)] if m == 1 else [])
+    if tuple(values.shape) not in expected:
+        shapes = " or ".join(str(shape) for shape in reversed(expected))
+        raise ConfigError(
+            f"{name} returned shape {tuple(values.shape)}, expected {shapes}: one row per point"
+            f" and a column per output {list(problem.outputs)}; index columns as x[:, 0], not "
+            "x[:, :1]"
+        )
+    return as_columns(values)
+
+
 def can_validate(problem: Problem) -> bool:
     """Whether the problem has an exact solution or reference data to measure a model against."""
     return problem.has_exact or problem.has_reference
@@ -94,7 +115,7 @@ class Validator:
         if points is None:
             points = evaluation_points(problem, dtype=dtype, device=device)
         self.points = points
-        self.reference = as_columns(problem.exact(points))
+        self.reference = exact_values(problem, points)
         self.source = "exact"
 
     def errors(self, model: Model) -> dict[str, float]:

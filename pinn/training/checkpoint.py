@@ -43,10 +43,23 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
         raise CheckpointError(f"no checkpoint at {path}")
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
-    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError) as error:
-        raise CheckpointError(
-            f"{path} is not a readable pinn checkpoint (corrupt, truncated or foreign): {error}"
-        ) from error
+    except OSError as error:
+        raise CheckpointError(f"cannot read {path}: {error.strerror or error}") from None
+    except Exception as error:  # torch.load of foreign bytes raises many kinds
+        raise CheckpointError(f"{path} is not a readable pinn checkpoint: {_why(error)}") from None
     if not isinstance(state, dict) or state.get("format") != _FORMAT:
         raise CheckpointError(f"{path} is a torch file but not a pinn checkpoint")
     return state
+
+
+def _why(error: Exception) -> str:
+    """What torch.load's `error` means for a checkpoint, in pinn's words (torch's own advice,
+    to load with weights_only=False, would run whatever code the file holds)."""
+    if isinstance(error, pickle.UnpicklingError) and "Weights only load failed" in str(error):
+        return (
+            "it holds Python objects besides tensors, numbers, strings, lists and dicts, so pinn "
+            "did not write it (pinn runs no code from a file); give a checkpoint.pt of a pinn run"
+        )
+    if isinstance(error, EOFError) or "central directory" in str(error):
+        return "it is empty or truncated (a copy cut short?); give a complete checkpoint.pt"
+    return "it is not a file torch.save wrote (corrupt, or another format); give a checkpoint.pt"

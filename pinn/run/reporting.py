@@ -1,0 +1,58 @@
+"""What the console prints for a mistake: one line, `pinn: error: <message>`, and exit 1; under
+torchrun once (rank 0 speaks for all: every process refuses the same config alike).
+
+    run_reporting(main)   # main() with Hydra's and OmegaConf's errors made one line
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+from hydra.errors import HydraException, MissingConfigException
+from omegaconf.errors import OmegaConfBaseException
+
+from pinn.run.schema import explain
+from pinn.training.distributed import launched
+
+
+def report(message: str) -> NoReturn:
+    """Print `message` as pinn's one-line error (on rank 0 only) and exit with status 1."""
+    place = launched()
+    if place is None or place[0] == 0:
+        print(f"pinn: error: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def run_reporting(entry: Callable[[], Any], docs: dict[str, str] | None = None) -> Any:
+    """Call `entry` (a `@hydra.main` function), refusing a config Hydra cannot compose (an
+    unknown key, a value of the wrong type, a group option that does not exist) in one line.
+
+    Hydra prints such errors over several lines with a HYDRA_FULL_ERROR hint; told to re-raise
+    them (HYDRA_FULL_ERROR=1 in this process) they come here instead. A user who set
+    HYDRA_FULL_ERROR=1 keeps Hydra's full report."""
+    wants_full = os.environ.get("HYDRA_FULL_ERROR") == "1"
+    os.environ["HYDRA_FULL_ERROR"] = "1"
+    try:
+        return entry()
+    except (HydraException, OmegaConfBaseException) as error:
+        if wants_full:
+            raise
+        report(one_line(error, docs or {}))
+
+
+def one_line(error: BaseException, docs: dict[str, str]) -> str:
+    """A Hydra or OmegaConf error as one line: about a key, said with the schema's words."""
+    cause: BaseException | None = error
+    while cause is not None:
+        if isinstance(cause, OmegaConfBaseException) and getattr(cause, "full_key", None):
+            return explain(cause, docs)
+        cause = cause.__cause__
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    if isinstance(error, MissingConfigException) and len(lines) > 2:  # the options follow
+        options = list(itertools.takewhile(lambda line: not line.endswith(":"), lines[2:]))
+        return f"{lines[0]}; {lines[1]} {', '.join(options)}"
+    return " ".join(lines)

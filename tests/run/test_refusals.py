@@ -1,0 +1,188 @@
+"""Every mistake refused in one line, `pinn: error: ...` and exit 1, before any work: unknown
+config keys (with or without +) with their block's keys and the closest one, values of the
+wrong type, resume= a yaml, a refused checkpoint, wrong problem modules; under torchrun said
+once; and `--help` lists every key with its explanation."""
+
+import pickle
+import socket
+import subprocess
+import sys
+from dataclasses import fields, is_dataclass
+
+import pytest
+import torch
+from cli_helpers import REPO, cli_environment, run_pinn
+from test_cli import FAST, write_problem
+from test_experiment import PROBLEMS
+
+from pinn import CheckpointError, ConfigError, compose_config, load_problem
+from pinn.run.config_docs import key_docs
+from pinn.run.schema import ConfigSchema, check_config, unknown_key
+from pinn.run.train import CONF_DIR
+from pinn.training.checkpoint import load_checkpoint
+
+
+def refused(result) -> str:
+    """The one line a refused command printed (asserting that it is one, and exit 1)."""
+    assert result.returncode == 1, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pinn: error: "), result.stderr
+    assert "Traceback" not in result.stderr and "HYDRA_FULL_ERROR" not in result.stderr
+    return lines[0]
+
+
+WIDTH_TYPO = "unknown config key 'model.widht': the keys of model are width, depth, activation"
+
+
+@pytest.mark.parametrize(
+    ("override", "messages"),
+    [
+        ("+model.widht=3", [WIDTH_TYPO, "did you mean model.width?"]),
+        ("model.widht=3", [WIDTH_TYPO, "did you mean model.width?"]),
+        ("+trainer.foo=1", ["unknown config key 'trainer.foo': the keys of trainer are steps, lr"]),
+        ("+sed=1", ["unknown config key 'sed': the top-level keys are seed", "did you mean seed?"]),
+        (
+            "+problem.params.hard_boundry=false",
+            [
+                "'problem.params.hard_boundry': Poisson() takes the params hard_boundary",
+                "did you mean problem.params.hard_boundary?",
+            ],
+        ),
+        ("threads=-1", ["threads must be a whole number >= 1 (or null: torch's default), got -1"]),
+        ("threads=two", ["threads must be null or a whole number: Value 'two'"]),
+        ("seed=x", ["seed must be a whole number: Value 'x'"]),
+        ("problem.weights=5", ["problem.weights must be a mapping of names to numbers"]),
+        ("problem=nope", ["Could not find 'problem/nope'", "annulus, burgers, heat"]),
+    ],
+)
+def test_a_config_mistake_is_refused_in_one_line(tmp_path, override, messages):
+    line = refused(run_pinn(*FAST, override, f"hydra.run.dir={tmp_path}"))
+    for message in messages:
+        assert message in line
+    assert not (tmp_path / "config.yaml").exists()  # before any work
+
+
+def test_resume_given_a_config_yaml_asks_for_the_run_directory(tmp_path):
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "config.yaml").write_text("seed: 0\n")
+    line = refused(
+        run_pinn(*FAST, f"resume={tmp_path}/old/config.yaml", f"hydra.run.dir={tmp_path}/new")
+    )
+    assert f"is a config file; give the run directory it lies in (resume={tmp_path}/old)" in line
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Foreign:
+    """A class torch.load(weights_only=True) will not rebuild."""
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (Foreign(), "it holds Python objects besides tensors"),
+        (b"", "it is empty or truncated"),
+        (b"seed: 0\n", "it is not a file torch.save wrote"),
+    ],
+)
+def test_a_refused_checkpoint_says_why_without_torchs_advice(tmp_path, content, why):
+    path = tmp_path / "checkpoint.pt"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        torch.save({"format": "pinn-checkpoint-1", "x": content}, path, pickle_module=pickle)
+    with pytest.raises(CheckpointError) as error:
+        load_checkpoint(path)
+    assert why in str(error.value) and "\n" not in str(error.value)
+    assert "weights_only" not in str(error.value)
+
+
+BROADCASTING = """
+from problems.poisson import Poisson
+
+
+class Broadcasting(Poisson):
+    def residual(self, x, u):
+        return u.laplacian() + x[:, :1]
+"""
+
+
+def test_a_wrong_problem_module_is_refused_before_training(tmp_path):
+    yaml = (
+        "# @package _global_\nproblem:\n  target: broadcasting.Broadcasting\n  params: {}\n"
+        "  n_interior: 64\n  n_boundary: 32\n  sampler: sobol\n  weights: {}\n"
+    )
+    conf = write_problem(tmp_path, "broadcasting", "broadcasting", BROADCASTING, yaml)
+    run_dir = tmp_path / "run"
+    result = run_pinn(
+        "problem=broadcasting",
+        f"hydra.searchpath=[file://{conf}]",
+        *FAST,
+        f"hydra.run.dir={run_dir}",
+        extra_path=tmp_path,
+    )
+    line = refused(result)
+    assert "Broadcasting.residual: the term 'pde' has shape (64, 64), expected (64,)" in line
+    assert not (run_dir / "checkpoint.pt").exists() and not (run_dir / "history.csv").exists()
+
+
+def test_under_torchrun_a_config_error_is_printed_once(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master-port",
+         str(free_port()), "-m", "pinn", *FAST, "+model.widht=3", f"hydra.run.dir={tmp_path}"],
+        cwd=REPO, env=cli_environment(), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert result.stderr.count("pinn: error: unknown config key 'model.widht'") == 1
+
+
+def test_help_lists_every_key_with_its_explanation():
+    result = run_pinn("--help")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    for key, doc in key_docs(CONF_DIR).items():
+        assert any(line.split() == [key, *doc.split()] for line in lines), key
+    assert any(line.startswith("problem: ") and "poisson" in line for line in lines)
+
+
+def leaf_keys(schema: type, prefix: str = "") -> set[str]:
+    """The dotted keys of a schema's fields that are not blocks themselves."""
+    keys: set[str] = set()
+    for f in fields(schema):
+        nested = f.default_factory() if callable(f.default_factory) else None
+        if is_dataclass(nested):
+            keys |= leaf_keys(type(nested), f"{prefix}{f.name}.")
+        else:
+            keys.add(prefix + f.name)
+    return keys
+
+
+def test_every_key_of_the_schema_is_explained_once_and_no_other():
+    docs = key_docs(CONF_DIR)
+    leaves = {key for key in docs if not any(other.startswith(f"{key}.") for other in docs)}
+    assert leaf_keys(ConfigSchema) == leaves
+    assert [key for key, doc in docs.items() if not doc] == []
+
+
+@pytest.mark.parametrize("name", PROBLEMS)
+def test_every_library_problem_passes_the_checks(name):
+    cfg = compose_config([f"problem={name}"])
+    check_config(cfg)
+    assert load_problem(cfg.problem.target, dict(cfg.problem.params)).domain.dim >= 1
+
+
+def test_a_right_config_from_a_notebook_passes_and_a_wrong_one_is_refused():
+    check_config(compose_config(["model.width=64", "trainer.compile=true", "threads=2"]))
+    cfg = compose_config(["+trainer.stesp=5"])
+    with pytest.raises(ConfigError, match="did you mean trainer.steps"):
+        check_config(cfg)
+
+
+def test_a_new_key_of_a_free_block_without_plus_is_told_to_use_plus():
+    assert unknown_key("problem.params.typo") == (
+        "problem.params.typo is not in the config yet; add it with +problem.params.typo=<value>"
+    )
