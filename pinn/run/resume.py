@@ -22,6 +22,7 @@ from pinn.training.settings import FREE_SETTINGS
 
 FREE_KEYS = (
     "resume",
+    "overwrite",
     "threads",
     "distributed.timeout_s",
     *(f"trainer.{key}" for key in FREE_SETTINGS),
