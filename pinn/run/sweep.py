@@ -52,9 +52,17 @@ def run_job(
 
 
 def read_statuses(sweep_dir: Path) -> list[dict[str, Any]]:
-    """Every job's status.json under `sweep_dir`, in job order."""
+    """Every job's status.json under `sweep_dir`, in job order, its overrides cut to those
+    that differ between the jobs (what the sweep varies; all of them for a single job)."""
     found = [json.loads(path.read_text()) for path in sweep_dir.rglob(STATUS_NAME)]
-    return sorted(found, key=lambda status: status["job"])
+    found.sort(key=lambda status: status["job"])
+    if len(found) > 1:
+        shared = set.intersection(*(set(status["overrides"].split()) for status in found))
+        for status in found:
+            status["overrides"] = " ".join(
+                o for o in status["overrides"].split() if o not in shared
+            )
+    return found
 
 
 def table(statuses: list[dict[str, Any]]) -> str:
