@@ -68,12 +68,12 @@ def read_statuses(sweep_dir: Path) -> list[dict[str, Any]]:
 def table(statuses: list[dict[str, Any]]) -> str:
     """The summary as aligned text: a header and one row per job."""
 
-    def cell(value) -> str:
+    def cell(name: str, value) -> str:
         if isinstance(value, float):
-            return f"{value:.3e}" if abs(value) < 1e4 else f"{value:.1f}"
+            return f"{value:.1f}" if name == "wall_time_s" else f"{value:.3e}"
         return "" if value is None else str(value)
 
-    rows = [list(COLUMNS), *([cell(s.get(name)) for name in COLUMNS] for s in statuses)]
+    rows = [list(COLUMNS), *([cell(n, s.get(n)) for n in COLUMNS] for s in statuses)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows)
 
