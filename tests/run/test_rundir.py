@@ -1,6 +1,7 @@
 """The run directory's rules: another run's results are never mixed with or written over, a
 directory is one run's at a time (a lock the OS releases), an unwritable one is refused."""
 
+import errno
 import json
 import os
 import signal
@@ -9,6 +10,7 @@ import sys
 import time
 
 import cli_helpers
+import numpy as np
 import pytest
 import torch
 
@@ -188,3 +190,15 @@ def test_the_lock_is_released_when_training_fails(tmp_path):
     start = time.monotonic()
     with claim_run_dir(tmp_path):  # free again at once
         assert time.monotonic() - start < 1
+
+
+def test_an_output_that_cannot_be_written_ends_the_run_naming_it(tmp_path, monkeypatch):
+    def full(path, **arrays):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(np, "savez", full)
+    with pytest.raises(OutputError) as failed:
+        train(compose_config(FAST), tmp_path)
+    prediction = tmp_path / "prediction.npz"
+    assert str(failed.value) == f"cannot write {prediction}: No space left on device"
+    assert load_checkpoint(tmp_path / "checkpoint.pt")["training"]["phase"] == "done"
