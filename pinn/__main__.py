@@ -9,20 +9,33 @@ import tempfile
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from pinn.errors import PinnError
+from pinn.errors import PinnError, TrainingInterrupted
 from pinn.run.config_docs import key_docs, register_help
 from pinn.run.reporting import report, run_reporting
+from pinn.run.sweep import run_job
 from pinn.run.train import CONF_DIR, train
 from pinn.training.distributed import launched, stop
 
 
 @hydra.main(config_path="../conf", config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> float | None:
-    run_dir = HydraConfig.get().runtime.output_dir
+    hydra_cfg = HydraConfig.get()
+    run_dir = hydra_cfg.runtime.output_dir
     try:
+        if hydra_cfg.mode == RunMode.MULTIRUN:  # a failing job is recorded, the sweep goes on
+            return sweep_job(cfg, run_dir, hydra_cfg.job.num, hydra_cfg.overrides.task)
         metrics = train(cfg, run_dir)
+    except TrainingInterrupted as stopped:  # Ctrl-C, SIGTERM: checkpointed, no traceback
+        stop(wait=False)
+        print(stopped, file=sys.stderr)
+        sys.exit(stopped.exit_code)
+    except KeyboardInterrupt:  # outside training: nothing to save
+        stop(wait=False)
+        print("pinn: interrupted", file=sys.stderr)
+        sys.exit(130)
     except PinnError as error:
         stop(wait=False)
         report(str(error))  # once, on rank 0
@@ -31,6 +44,18 @@ def main(cfg: DictConfig) -> float | None:
     if place is None or place[0] == 0:  # rank 0 speaks for all
         print(summary(metrics, run_dir))
     return metrics["rel_l2"]  # what a Hydra sweeper would minimise
+
+
+def sweep_job(cfg: DictConfig, run_dir: str, job: int, overrides) -> float | None:
+    """One job of a multirun: its summary, or its error in one line (recorded in its
+    status.json by `run_job`; the sweep's summary and exit status count it)."""
+    metrics, error = run_job(train, cfg, run_dir, job, overrides)
+    stop(wait=error is None)
+    if error is not None:
+        print(f"pinn: error: job {job} ({' '.join(overrides)}): {error}", file=sys.stderr)
+        return None
+    print(summary(metrics, run_dir))
+    return metrics["rel_l2"]
 
 
 def quiet_overrides() -> list[str]:

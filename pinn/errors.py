@@ -25,10 +25,41 @@ class TrainingDiverged(PinnError, RuntimeError):
     """The loss became NaN or infinite; the last good checkpoint is kept on disk."""
 
 
+class OutputError(PinnError):
+    """A file of the run could not be written (no permission, disk full, not a directory)."""
+
+
+class RunDirectoryError(PinnError):
+    """The run directory holds another run's results, or another run is writing into it."""
+
+
+class TrainingInterrupted(PinnError):
+    """SIGINT or SIGTERM stopped training at a step boundary, its state checkpointed.
+
+    `signal`: the signal's number; `step`: the step the checkpoint resumes at; `exit_code`:
+    what a shell reports for a process the signal ended (128 + the number: 130, 143)."""
+
+    def __init__(self, message: str, signal: int, step: int):
+        super().__init__(message)
+        self.signal, self.step = signal, step
+        self.exit_code = 128 + signal
+
+
 def first_line(error: Exception) -> str:
     """The first line of an exception's message ("" for an empty one), for a one-line report."""
     text = str(error).strip()
     return text.splitlines()[0] if text else ""
+
+
+def reason(error: BaseException) -> str:
+    """Why a write failed, in words: the OS's ("No space left on device"), or torch's first
+    line with what it means ("unexpected pos ..." is how torch.save reports a full disk)."""
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    text = first_line(error) or type(error).__name__
+    if "unexpected pos" in text:
+        return f"{text} (torch could not write the whole file: is the disk full?)"
+    return text
 
 
 def is_finite_number(value: object) -> bool:

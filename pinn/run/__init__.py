@@ -13,6 +13,8 @@
     key_docs, register_help           each key's explanation from conf/'s comments; --help
                                       (config_docs)
     run_reporting, report             one-line errors of the console, rank 0 only (reporting)
+    claim_run_dir                     one run per directory: refusal, overwrite, lock (rundir)
+    SweepSummary                      a multirun's summary.csv and exit status (sweep)
 
 This layer knows every other; it imports Hydra and matplotlib, so `import pinn` loads it only
 on first use.

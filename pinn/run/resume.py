@@ -22,6 +22,7 @@ from pinn.training.settings import FREE_SETTINGS
 
 FREE_KEYS = (
     "resume",
+    "overwrite",
     "threads",
     "logger",
     "distributed.timeout_s",

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import logging
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from pinn.errors import OutputError, TrainingInterrupted, reason
 from pinn.geometry import PointSampler, Refinement
 from pinn.problem.problem import load_problem
 from pinn.run.build import (
@@ -32,11 +34,12 @@ from pinn.run.outputs import summarise, write_outputs
 from pinn.run.plots import PlotOptions
 from pinn.run.provenance import provenance, utc_now
 from pinn.run.resume import checkpoint_file, load_resume
+from pinn.run.rundir import claim_run_dir
 from pinn.run.schema import check_config
 from pinn.run.tensorboard import run_loggers
 from pinn.run.validation import Validator, can_validate
 from pinn.training.checkpoint import CHECKPOINT_NAME
-from pinn.training.distributed import process_device, rank_seed, start
+from pinn.training.distributed import launched, process_device, rank_seed, start
 from pinn.training.history import HISTORY_NAME
 from pinn.training.loop import fit
 from pinn.training.settings import TrainSettings
@@ -76,12 +79,47 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
     it joins the process group, draws `problem.n_interior` and `problem.n_boundary` points of
     its own (per process, from a generator seeded for its rank), and only rank 0 writes
     `run_dir`; every process returns the metrics.
+
+    `run_dir` is claimed for the run (`pinn.run.rundir`): one holding another run's results is
+    refused unless `cfg.overwrite` (or it is the resumed run's own directory), and a lock keeps
+    a second run out while this one lives. config.yaml is written with the first checkpoint,
+    once the first step's checks have passed. Ctrl-C or SIGTERM stops training at a step
+    boundary with its state checkpointed (`TrainingInterrupted`, naming the resume= to give).
     """
     run_dir, started_at = Path(run_dir), utc_now()
     check_config(cfg, key_docs(CONF_DIR))  # every key known, every value of its type
     resume = load_resume(cfg)  # first: a bad checkpoint or config costs nothing
     plots = PlotOptions.from_config(cfg.get("outputs"))  # formats and error scale, checked
     loggers = run_loggers(cfg.get("logger"), run_dir)
+    place = launched()
+    in_place = resume is not None and checkpoint_file(cfg.resume).parent.resolve() == (
+        run_dir.resolve()
+    )
+    claim = (
+        claim_run_dir(run_dir, bool(cfg.get("overwrite", False)), in_place)
+        if place is None or place[0] == 0  # rank 0 writes, so rank 0 claims
+        else nullcontext()
+    )
+    with claim:
+        try:
+            return _train(cfg, run_dir, resume, plots, loggers, started_at)
+        except TrainingInterrupted as stopped:
+            raise TrainingInterrupted(
+                f"interrupted at step {stopped.step}; continue with resume={run_dir}",
+                stopped.signal,
+                stopped.step,
+            ) from None
+
+
+def _train(
+    cfg: DictConfig,
+    run_dir: Path,
+    resume: dict[str, Any] | None,
+    plots: PlotOptions,
+    loggers: list,
+    started_at: str,
+) -> dict[str, Any]:
+    """`train` in the claimed `run_dir`, with the checked plot options and loggers."""
     dtype, device = dtype_of(cfg.dtype), process_device(device_of(cfg.device))
     if cfg.threads is not None:
         torch.set_num_threads(threads_of(cfg.threads))
@@ -105,12 +143,10 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
     estimator = laplacian_estimator(cfg.laplacian, rank_seed(seed, world.rank), device)
     validator = Validator(problem, dtype=dtype, device=device) if can_validate(problem) else None
     resolved = OmegaConf.to_container(cfg, resolve=True)
+    config_yaml = {"config.yaml": OmegaConf.to_yaml(cfg, resolve=True)}
 
-    if world.is_main:
-        if resume is not None:
-            _announce(cfg.resume, resume, run_dir)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    if world.is_main and resume is not None:
+        _announce(cfg.resume, resume, run_dir)
     started = time.perf_counter()
     result = fit(
         problem,
@@ -121,6 +157,7 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
         validator=validator,
         checkpoint_path=run_dir / CHECKPOINT_NAME,
         checkpoint_extra={"config": resolved},
+        checkpoint_companions=config_yaml,
         engine=cfg.engine,
         resume_from=resume,
         history_path=run_dir / HISTORY_NAME,
@@ -137,9 +174,14 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
         if unknowns.names:
             learned = ", ".join(f"{n} = {value:.6g}" for n, value in unknowns.values().items())
             log.info("learned unknowns: %s", learned)
-        write_outputs(
-            run_dir, problem, model, result, metrics, validator, plots, vtk=cfg.outputs.vtk
-        )
+        try:
+            (run_dir / "config.yaml").write_text(config_yaml["config.yaml"])
+            write_outputs(
+                run_dir, problem, model, result, metrics, validator, plots, vtk=cfg.outputs.vtk
+            )
+        except OSError as error:
+            where = error.filename or f"the outputs into {run_dir}"
+            raise OutputError(f"cannot write {where}: {reason(error)}") from error
     return metrics
 
 

@@ -15,7 +15,7 @@
 Inside: state (RunState), phases (adam, lbfgs, finish: each reads top to bottom), and the parts
 they call at their cadence: step_loss (the loss of a batch, eager or compiled), recording
 (history rows, progress), checkpointing (when and who writes), divergence (non-finite losses),
-distributed (reductions over processes).
+interrupts (Ctrl-C and SIGTERM stop at a step boundary), distributed (reductions over processes).
 
 This layer knows problems, geometry and derivatives; nothing below it imports it.
 """

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from pinn.errors import CheckpointError
+from pinn.errors import CheckpointError, OutputError, reason
 
 CHECKPOINT_NAME = "checkpoint.pt"
 _FORMAT = "pinn-checkpoint-1"
@@ -21,19 +21,42 @@ def save_checkpoint(path: str | Path, state: dict[str, Any]) -> None:
 
     The data goes to a temporary file in the same folder, is flushed to disk, and only then
     replaces `path` in one rename: a reader sees the old file or the new one, never half of one.
+    The file gets the mode any other new file gets (0o666 less the umask), not mkstemp's 0o600.
+
+    Raises:
+        OutputError: the file could not be written (no permission, disk full: torch reports
+            that as "unexpected pos"); the temporary file is removed and `path` is unchanged.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    temporary = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(
+            dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
+        )
+        os.chmod(temporary, 0o666 & ~_umask())
         with os.fdopen(handle, "wb") as file:
             torch.save({"format": _FORMAT, **state}, file)
             file.flush()
             os.fsync(file.fileno())
         os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+    except BaseException as error:
+        if temporary is not None:
+            Path(temporary).unlink(missing_ok=True)
+        if isinstance(error, (OSError, RuntimeError)):
+            raise OutputError(
+                f"cannot write the checkpoint {path}: {reason(error)}; the last one written "
+                "there is unchanged. Free some space or choose another hydra.run.dir, then "
+                "continue with resume=<that run directory>"
+            ) from error
         raise
+
+
+def _umask() -> int:
+    """The process's umask (read by setting it and putting it back at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def load_checkpoint(path: str | Path) -> dict[str, Any]:

@@ -16,6 +16,8 @@ from pinn.training.callbacks import Callback
 if TYPE_CHECKING:
     from pinn.training.state import RunState
 
+from pinn.errors import OutputError, reason
+
 HISTORY_NAME = "history.csv"
 
 
@@ -33,6 +35,16 @@ class HistoryCSV:
         self.written = 0
 
     def update(self, history: Sequence[dict]) -> None:
+        """Raises OutputError (naming the file and why) when the file cannot be written."""
+        try:
+            self._update(history)
+        except OSError as error:
+            raise OutputError(
+                f"cannot write the history {self.path}: {reason(error)}; the last checkpoint "
+                "beside it is unchanged: free some space, then continue with resume=<run dir>"
+            ) from error
+
+    def _update(self, history: Sequence[dict]) -> None:
         columns = list(dict.fromkeys(key for row in history for key in row))
         if columns != self.columns or len(history) < self.written:
             self.columns, self.written = columns, 0

@@ -114,8 +114,12 @@ class LBFGS:
         max_iter: int,
         on_iteration: Callable[[torch.Tensor, Any], None],
         tolerance: float = 0.0,
+        stop: Callable[[], bool] | None = None,
     ) -> tuple[int, str | None]:
         """Run up to `max_iter` iterations; returns (iterations done, why L-BFGS must stop).
+
+        `stop()`, asked after each whole iteration, ends the chunk early (reason None): the
+        state is then what a chunk of that length would have left.
 
         The reason is STALLED (no lower loss along the search direction, or a zero gradient;
         the parameters stay where they were and the iteration is not counted), TOLERANCE (an
@@ -138,7 +142,7 @@ class LBFGS:
             self.iterations += 1
             on_iteration(here.loss, here.info)
             why = self._stop_reason(previous.value, here.value, tolerance)
-            if why is not None:
+            if why is not None or (stop is not None and stop()):
                 return done + 1, why
         return max_iter, None
 

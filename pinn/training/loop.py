@@ -59,6 +59,7 @@ from pinn.training.checkpointing import Checkpoints
 from pinn.training.distributed import World
 from pinn.training.divergence import DivergenceWatch
 from pinn.training.history import HistoryFile
+from pinn.training.interrupts import Interrupts
 from pinn.training.phases import Parts, adam, finish, lbfgs
 from pinn.training.recording import Recorder, Validator
 from pinn.training.settings import TrainSettings
@@ -76,6 +77,7 @@ def fit(
     validator: Validator | None = None,
     checkpoint_path: str | Path | None = None,
     checkpoint_extra: Mapping[str, Any] | None = None,
+    checkpoint_companions: Mapping[str, str] | None = None,
     engine: str = "auto",
     resume_from: Mapping[str, Any] | str | Path | None = None,
     history_path: str | Path | None = None,
@@ -91,6 +93,8 @@ def fit(
             history and progress bar carry the current rel_l2.
         checkpoint_path: where to write `checkpoint.pt`; None writes nothing.
         checkpoint_extra: more entries for the checkpoint (the resolved config, say).
+        checkpoint_companions: files written beside the first checkpoint, {name: text} (the
+            config.yaml that matches it, say): only once every check of the first step passed.
         engine: the residual engine, "auto", "taylor", "autograd" or "functorch"
             (`pinn.derivatives.engines`); the one that runs is logged once at the start.
         resume_from: a checkpoint (its path, or the dict `load_checkpoint` returns) of an
@@ -117,8 +121,15 @@ def fit(
     `problem.attach_unknowns` or an earlier fit), or else fresh ones at their declared guesses
     in the model's dtype and on its device. `problem.unknown(name)` then holds the learned value.
 
+    With a `checkpoint_path`, in one process and in the main thread, Ctrl-C (SIGINT) and
+    SIGTERM stop training at the next step boundary: the state is checkpointed as a periodic
+    checkpoint would hold it (resumed, the run ends bit for bit as if never stopped) and
+    `TrainingInterrupted` is raised. The handlers are installed for the call only.
+
     Raises:
         TrainingDiverged: the loss became NaN or inf; the last good checkpoint is kept.
+        TrainingInterrupted: a signal stopped the run; its checkpoint holds the state.
+        OutputError: the checkpoint or history could not be written (disk full, ...).
         CheckpointError, ConfigError: `resume_from` is unreadable or from another kind of run.
         ConfigError: an entry of `callbacks` is not a `pinn.Callback`.
     """
@@ -153,7 +164,9 @@ def fit(
         result = state.result()
         listeners.on_end(result, state)
         return result
-    checkpoints = Checkpoints(checkpoint_path, settings.checkpoint_every, checkpoint_extra, world)
+    checkpoints = Checkpoints(
+        checkpoint_path, settings.checkpoint_every, checkpoint_extra, world, checkpoint_companions
+    )
     checkpoints.last_saved = state.resumed_from
     parts = Parts(
         StepLoss(problem, state),
@@ -161,8 +174,10 @@ def fit(
         checkpoints,
         DivergenceWatch(lambda: checkpoints.last_saved),
         listeners,
+        Interrupts(enabled=checkpoint_path is not None and world.size == 1),
     )
-    return _run_phases(state, parts)
+    with parts.interrupts:
+        return _run_phases(state, parts)
 
 
 def _run_phases(state: RunState, parts: Parts) -> FitResult:

@@ -9,7 +9,7 @@ change of phase). A phase starts where the state is, so a resumed run takes up m
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -17,6 +17,7 @@ import torch
 from pinn.training.callbacks import CallbackList
 from pinn.training.checkpointing import Checkpoints
 from pinn.training.divergence import DivergenceWatch
+from pinn.training.interrupts import Interrupts
 from pinn.training.lbfgs import LBFGS
 from pinn.training.recording import Recorder
 from pinn.training.schedules import adam_schedule
@@ -26,14 +27,15 @@ from pinn.training.step_loss import StepLoss
 
 @dataclass
 class Parts:
-    """What the phases call: the loss, the recorder, the checkpoints, the divergence watch and
-    the callbacks (empty on ranks other than 0)."""
+    """What the phases call: the loss, the recorder, the checkpoints, the divergence watch,
+    the callbacks (empty on ranks other than 0) and the signals asking the run to stop."""
 
     loss: StepLoss
     recorder: Recorder
     checkpoints: Checkpoints
     watch: DivergenceWatch
     callbacks: CallbackList
+    interrupts: Interrupts = field(default_factory=lambda: Interrupts(enabled=False))
 
     def row(self, step, phase, terms, loss, lr=math.nan, validate=True) -> None:
         """A history row, never after a non-finite loss; the callbacks see it."""
@@ -57,6 +59,10 @@ class Parts:
         if self.checkpoints.due(state.step):
             self.save(state, loss)
 
+    def stop(self, state: RunState) -> None:
+        """End the run on a signal (TrainingInterrupted); its checkpoint is written."""
+        self.interrupts.stop(state.step, self.checkpoints.path)
+
 
 def adam(state: RunState, parts: Parts) -> None:
     """Adam from `state.step` to `settings.steps`, the rate falling by the schedule."""
@@ -78,7 +84,9 @@ def adam(state: RunState, parts: Parts) -> None:
         if step > first and state.points.refinement.due(step):
             state.batch = state.points.refine(parts.loss.residual_magnitude)
         # A checkpoint of this step holds the state at its start: resumed, it redoes the step.
-        checkpoint_due = parts.checkpoints.due(step)
+        # A signal (Ctrl-C, SIGTERM) since the last step: this step's checkpoint, then stop.
+        stopping = parts.interrupts.requested()
+        checkpoint_due = stopping or parts.checkpoints.due(step)
         if checkpoint_due:
             state.mark_step_start()
         state.optimizer.zero_grad(set_to_none=True)
@@ -88,6 +96,8 @@ def adam(state: RunState, parts: Parts) -> None:
         parts.watch.record(step, terms, loss)  # on the device: read at the next row or save
         if checkpoint_due:
             parts.save(state, loss)
+        if stopping:
+            parts.stop(state)
         if step % settings.log_every == 0:
             parts.row(step, "adam", terms, loss, lr=state.optimizer.param_groups[0]["lr"])
         state.optimizer.step()
@@ -137,11 +147,16 @@ def lbfgs(state: RunState, parts: Parts) -> None:
     chunk = min(settings.log_every, total)
     while remaining > 0:
         tolerance = settings.lbfgs_tolerance
-        done, why = optimizer.iterate(closure, min(chunk, remaining), on_iteration, tolerance)
+        done, why = optimizer.iterate(
+            closure, min(chunk, remaining), on_iteration, tolerance, parts.interrupts.requested
+        )
         remaining -= done
         if why is not None:
             parts.recorder.say(f"L-BFGS stopped after {total - remaining} iterations: {why}.")
             return
+        if parts.interrupts.requested():  # a signal: the chunk ended after this iteration
+            parts.save(state, last["loss"])
+            parts.stop(state)
         parts.save_if_due(state, last["loss"])
 
 
@@ -153,6 +168,8 @@ def finish(state: RunState, parts: Parts) -> None:
     parts.row(state.step, "final", terms, loss)
     parts.save(state, loss)
     state.final_loss = loss.item()
+    if parts.interrupts.requested():  # the run is saved as finished: resuming writes outputs
+        parts.stop(state)
 
 
 def _adam(parameters: list[torch.Tensor], lr: float) -> torch.optim.Adam:

@@ -118,6 +118,7 @@ def test_multirun_sweeps_every_combination(tmp_path):
         f"hydra.sweep.dir={tmp_path}",
     )
     assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "0 of 4 jobs failed"
     runs = sorted(tmp_path.glob("*/metrics.json"))
     assert len(runs) == 4
     widths = sorted(

@@ -121,8 +121,8 @@ def test_overrides_reach_the_objects(tmp_path):
     assert weights[0].dtype == torch.float64
 
     cfg = compose_config([*TINY, "model.fourier_features=3", "model.fourier_scale=2.0"])
-    train(cfg, tmp_path)
-    state = load_checkpoint(tmp_path / "checkpoint.pt")
+    train(cfg, tmp_path / "fourier")  # a directory of its own: tmp_path holds the first run
+    state = load_checkpoint(tmp_path / "fourier" / "checkpoint.pt")
     # Inside the hard constraint: the network's layers, the embedding after the rescaling.
     assert tuple(state["model"]["network.1.frequencies"].shape) == (2, 3)
     assert tuple(state["model"]["network.2.weight"].shape) == (8, 2 * 3 + 2)

@@ -1,0 +1,151 @@
+"""Ctrl-C (SIGINT) and SIGTERM: the run stops at a step boundary with its state checkpointed,
+says how to continue in one line, exits 130 / 143, and resumed ends bit for bit like a run
+never stopped. From Python the handlers live only while `fit` runs, in the main thread."""
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import cli_helpers
+import pytest
+from test_resume import RUN, SETTINGS, WEIGHTS, assert_same_outcome, tiny_parts
+
+from pinn import fit, load_checkpoint
+from pinn.errors import TrainingInterrupted
+from pinn.training.interrupts import Interrupts
+
+
+def last_row(history: Path) -> tuple[int, str] | None:
+    """(step, phase) of history.csv's last whole row, None before it has one."""
+    try:
+        lines = history.read_text().splitlines(keepends=True)
+    except FileNotFoundError:
+        return None
+    rows = [line for line in lines[1:] if line.endswith("\n")]
+    if not rows:
+        return None
+    step, phase = rows[-1].split(",")[:2]
+    return int(step), phase
+
+
+def interrupt_in(run_dir: Path, phase: str, number: int) -> tuple[subprocess.Popen, str, int]:
+    """Start the run, send signal `number` once history.csv shows it in `phase` past its first
+    row; returns the ended process, its stderr and the step seen."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pinn", *RUN, f"hydra.run.dir={run_dir}"],
+        cwd=cli_helpers.REPO,
+        env=cli_helpers.cli_environment(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    seen = None
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and process.poll() is None:
+            row = last_row(run_dir / "history.csv")
+            if row and row[1] == phase and row[0] > (0 if phase == "adam" else 301):
+                seen = row[0]
+                process.send_signal(number)
+                break
+            time.sleep(0.002)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert seen is not None, "the run ended before it could be interrupted: make it longer"
+    return process, stderr, seen
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory) -> Path:
+    run_dir = tmp_path_factory.mktemp("uninterrupted")
+    result = cli_helpers.run_pinn(*RUN, f"hydra.run.dir={run_dir}", timeout=120)
+    assert result.returncode == 0, result.stderr
+    return run_dir
+
+
+@pytest.mark.parametrize("phase", ["adam", "lbfgs"])
+@pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_checkpoints_says_how_to_continue_and_resumes_exactly(
+    uninterrupted, tmp_path, phase, number
+):
+    run_dir = tmp_path / "run"
+    process, stderr, seen = interrupt_in(run_dir, phase, number)
+    assert process.returncode == 128 + number  # 130, 143
+    saved = load_checkpoint(run_dir / "checkpoint.pt")
+    assert saved["training"]["phase"] == phase and saved["step"] >= seen
+    assert stderr.strip().splitlines()[-1] == (
+        f"interrupted at step {saved['step']}; continue with resume={run_dir}"
+    )
+    assert "Traceback" not in stderr
+    assert not (run_dir / "metrics.json").exists()
+    assert (run_dir / "config.yaml").exists()
+
+    resumed = cli_helpers.run_pinn(
+        *RUN, f"resume={run_dir}", f"hydra.run.dir={run_dir}", timeout=120
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert_same_outcome(run_dir, uninterrupted)
+
+
+# ---- from Python ----------------------------------------------------------------------------
+
+
+class SignalsAtRow:
+    """A validator that sends this process `number` at its `at`-th call (a history row)."""
+
+    def __init__(self, number: int, at: int):
+        self.number, self.at, self.calls = number, at, 0
+
+    def errors(self, model):
+        self.calls += 1
+        if self.calls == self.at:
+            os.kill(os.getpid(), self.number)
+        return {"rel_l2": 0.0, "max_abs_error": 0.0}
+
+
+def test_fit_stops_on_a_signal_and_restores_the_handlers(tmp_path):
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    problem, model, points = tiny_parts()
+    path = tmp_path / "checkpoint.pt"
+    with pytest.raises(TrainingInterrupted) as stopped:
+        fit(problem, model, SETTINGS, points, WEIGHTS, SignalsAtRow(signal.SIGTERM, 3), path)
+    # Rows at steps 0, 5, 10: the signal came during step 10, so step 11 is checkpointed.
+    assert (stopped.value.step, stopped.value.exit_code) == (11, 143)
+    said = f"interrupted at step 11 (SIGTERM); continue with resume_from={path}"
+    assert str(stopped.value) == said
+    saved = load_checkpoint(path)
+    assert (saved["step"], saved["training"]["phase"]) == (11, "adam")
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
+
+
+def test_without_a_checkpoint_a_signal_is_left_to_the_caller():
+    problem, model, points = tiny_parts()
+    with pytest.raises(KeyboardInterrupt):  # Python's own SIGINT behaviour: nothing to save
+        fit(problem, model, SETTINGS, points, WEIGHTS, SignalsAtRow(signal.SIGINT, 2))
+
+
+def test_handlers_are_installed_only_in_the_main_thread_and_only_inside_the_block():
+    before = signal.getsignal(signal.SIGINT)
+    with Interrupts() as interrupts:
+        assert signal.getsignal(signal.SIGINT) == interrupts._handle
+        os.kill(os.getpid(), signal.SIGINT)
+        assert interrupts.received == signal.SIGINT  # recorded, not raised
+        with pytest.raises(KeyboardInterrupt):  # a second one stops at once
+            os.kill(os.getpid(), signal.SIGINT)
+    assert signal.getsignal(signal.SIGINT) == before
+
+    seen = []
+
+    def in_a_thread():
+        with Interrupts():
+            seen.append(signal.getsignal(signal.SIGINT))
+
+    thread = threading.Thread(target=in_a_thread)
+    thread.start()
+    thread.join()
+    assert seen == [before]
