@@ -159,7 +159,7 @@ def test_a_new_problem_module_trains_to_stated_accuracy(tmp_path):
 
 def test_nan_stops_the_cli_with_a_clear_message(tmp_path):
     module = """
-    from problems.poisson import Poisson
+    from pinn.problems.poisson import Poisson
 
 
     class NaNPoisson(Poisson):

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from pinn import MLP, ConfigError, Problem, compose_config, load_checkpoint, train
+from pinn.problems.poisson import Poisson
 from pinn.run.train import CONF_DIR
-from problems.poisson import Poisson
 
 TINY = [
     "trainer.steps=20",
