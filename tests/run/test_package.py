@@ -1,6 +1,7 @@
 """The package: what the wheel holds, and the `pinn` console script run from a user's folder."""
 
 import json
+import os
 import subprocess
 import sys
 import sysconfig
@@ -26,18 +27,34 @@ SCRIPT = Path(sysconfig.get_path("scripts")) / "pinn"
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> zipfile.ZipFile:
-    """The wheel `pip wheel .` builds from this checkout (no dependencies, no isolation)."""
+def built(tmp_path_factory) -> tuple[zipfile.ZipFile, str]:
+    """The wheel `pip wheel .` builds from this checkout (no dependencies, no isolation), and
+    the build's whole output (PYTHONDONTWRITEBYTECODE unset: with it, setuptools warns that it
+    skips byte-compiling)."""
     folder = tmp_path_factory.mktemp("wheel")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-v"]
         + ["-w", str(folder), str(REPO)],
-        check=True,
+        env=env,
         capture_output=True,
+        text=True,
         timeout=120,
     )
-    (built,) = folder.glob("pinn-*.whl")
-    return zipfile.ZipFile(built)
+    assert result.returncode == 0, result.stderr
+    (wheel,) = folder.glob("pinn-*.whl")
+    return zipfile.ZipFile(wheel), result.stdout + result.stderr
+
+
+@pytest.fixture(scope="module")
+def wheel(built) -> zipfile.ZipFile:
+    return built[0]
+
+
+def test_the_wheel_builds_without_warnings(built):
+    output = built[1]
+    assert "Successfully built pinn" in output
+    assert [line for line in output.splitlines() if "warning" in line.lower()] == []
 
 
 def test_the_wheel_installs_pinn_alone(wheel):
