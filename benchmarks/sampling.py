@@ -32,8 +32,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # problems/ beside pinn/
 
 from pinn.geometry import SAMPLING_METHODS, Ball, Box, PointSampler, SpaceTime  # noqa: E402
-from problems.annulus import Annulus  # noqa: E402
-from problems.lshape import LShape  # noqa: E402
+from pinn.problems.annulus import Annulus  # noqa: E402
+from pinn.problems.lshape import LShape  # noqa: E402
 
 CASES = [
     ("unit square", lambda: Box([0.0, 0.0], [1.0, 1.0]), 2540, 640),

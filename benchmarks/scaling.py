@@ -39,9 +39,9 @@ def worker(points: int, steps: int, device: str, threads: int, out: Path) -> Non
 
     sys.path.insert(0, str(ROOT))
     from pinn import PointSampler, TrainSettings, compose_config, fit
+    from pinn.problems.poisson import Poisson
     from pinn.run.build import build_model
     from pinn.training.distributed import process_device, rank_seed, start, stop
-    from problems.poisson import Poisson
 
     torch.set_num_threads(threads)
     where = process_device(torch.device(device))

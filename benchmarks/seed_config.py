@@ -133,7 +133,7 @@ def train_plain(model: nn.Module, steps: int, lr: float, seed: int) -> None:
 def train_pinn(model: nn.Module, steps: int, lr: float, seed: int, compile: str) -> None:
     """The same training through pinn.fit: uniform points redrawn every step, no L-BFGS."""
     import pinn
-    from problems.poisson import Poisson
+    from pinn.problems.poisson import Poisson
 
     problem = Poisson(hard_boundary=False)  # the plain loop's formulation: a boundary term
     settings = pinn.TrainSettings(

@@ -1,9 +1,12 @@
-"""`python -m pinn problem=<name> [key=value ...]`: a thin Hydra entry point around `train`.
+"""`pinn problem=<name> [key=value ...]` (or `python -m pinn ...`): a thin Hydra entry point
+around `train`. Its configs are pinn's own, then those in the working directory's conf/
+(`pinn.run.configs`); problem modules import from the working directory too.
 
 Under `torchrun --nproc_per_node=N -m pinn ...` each process runs this; only rank 0 keeps a
 Hydra run directory and log.
 """
 
+import os
 import sys
 import tempfile
 
@@ -14,13 +17,14 @@ from omegaconf import DictConfig
 
 from pinn.errors import PinnError, TrainingInterrupted
 from pinn.run.config_docs import key_docs, register_help
+from pinn.run.configs import CONF_DIR, shadowed_problems, user_conf_overrides
 from pinn.run.reporting import report, run_reporting
 from pinn.run.sweep import run_job
-from pinn.run.train import CONF_DIR, train
+from pinn.run.train import train
 from pinn.training.distributed import launched, stop
 
 
-@hydra.main(config_path="../conf", config_name="config", version_base="1.3")
+@hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> float | None:
     hydra_cfg = HydraConfig.get()
     run_dir = hydra_cfg.runtime.output_dir
@@ -100,7 +104,23 @@ def summary(metrics: dict, run_dir: str) -> str:
     )
 
 
-if __name__ == "__main__":
-    sys.argv += quiet_overrides()
+def cli() -> None:
+    """The `pinn` console script, and `python -m pinn`: the working directory goes first on
+    sys.path (as `python -m` puts it) so a problem module there imports, its conf/ is searched
+    after pinn's configs, and a torchrun rank other than 0 runs quietly."""
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    searched = user_conf_overrides(sys.argv[1:])
+    for name in shadowed_problems() if searched else []:
+        print(
+            f"pinn: conf/problem/{name}.yaml here is not used: {name} is a pinn problem "
+            "(give yours another name)",
+            file=sys.stderr,
+        )
+    sys.argv += quiet_overrides() + searched
     register_help(CONF_DIR)  # conf/config.yaml chooses hydra/help=pinn
     run_reporting(main, key_docs(CONF_DIR))
+
+
+if __name__ == "__main__":
+    cli()

@@ -2,7 +2,7 @@
 
 u_t + u u_x = (0.01/π) u_xx   on x in [-1, 1], t in [0, 1]
 u(x, 0) = -sin πx,   u(-1, t) = u(1, t) = 0
-reference: the Cole-Hopf solution by Gauss-Hermite quadrature (problems.burgers_reference,
+reference: the Cole-Hopf solution by Gauss-Hermite quadrature (pinn.problems.burgers_reference,
 accurate to ~1e-14) on the 256 x 100 grid of x in [-1, 1], t in [0, 0.99] of Raissi et al.
 """
 
@@ -11,7 +11,7 @@ from math import pi
 import torch
 
 from pinn import Box, Field, Problem, SpaceTime
-from problems.burgers_reference import NU, reference_grid
+from pinn.problems.burgers_reference import NU, reference_grid
 
 
 class Burgers(Problem):

@@ -17,12 +17,12 @@ def cli_environment(extra_path: Path | None = None) -> dict[str, str]:
 
 
 def run_pinn(
-    *args: str, extra_path: Path | None = None, timeout: float = 300
+    *args: str, extra_path: Path | None = None, timeout: float = 300, cwd: Path = REPO
 ) -> subprocess.CompletedProcess:
-    """`python -m pinn *args` from the repository root; output captured as text."""
+    """`python -m pinn *args` from `cwd` (the repository root); output captured as text."""
     return subprocess.run(
         [sys.executable, "-m", "pinn", *args],
-        cwd=REPO,
+        cwd=cwd,
         env=cli_environment(extra_path),
         capture_output=True,
         text=True,

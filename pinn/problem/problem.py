@@ -1,6 +1,6 @@
 """What a PDE module declares: a `Problem` (domain, residual, conditions, exact solution).
 
-A user writes, in `problems/<name>.py`:
+A problem module (`problems/<name>.py` in pinn, any `<name>.py` of a user's) holds:
 
     class Poisson(Problem):
         domain = Box([0, 0], [1, 1])
@@ -23,7 +23,6 @@ samples of u into the loss with an `Observations` condition (`pinn.problem.obser
 from __future__ import annotations
 
 import difflib
-import importlib
 import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -34,6 +33,7 @@ from pinn.derivatives.field import Field
 from pinn.errors import ConfigError
 from pinn.geometry import Domain
 from pinn.problem.conditions import Condition
+from pinn.problem.importing import import_module_of
 from pinn.problem.unknowns import Unknowns, initial_guesses, undeclared
 
 
@@ -178,14 +178,11 @@ def load_problem(target: str, params: dict | None = None) -> Problem:
     """Import `package.module.ClassName` and construct it with `params` as keyword arguments."""
     module_name, _, class_name = target.rpartition(".")
     if not module_name:
-        raise ConfigError(f"problem.target={target!r} must look like 'problems.poisson.Poisson'")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as error:
         raise ConfigError(
-            f"problem.target={target!r}: cannot import module {module_name!r} ({error}). "
-            "Put the module in problems/ or on PYTHONPATH."
-        ) from error
+            f"problem.target={target!r} must look like 'module.ClassName', "
+            "e.g. 'pinn.problems.poisson.Poisson' or 'reaction.Reaction'"
+        )
+    module = import_module_of(target, module_name)  # a failure says which file and line
     cls = getattr(module, class_name, None)
     if not (isinstance(cls, type) and issubclass(cls, Problem)):
         raise ConfigError(

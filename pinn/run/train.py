@@ -30,6 +30,7 @@ from pinn.run.build import (
     threads_of,
 )
 from pinn.run.config_docs import key_docs, register_help
+from pinn.run.configs import CONF_DIR, user_conf_overrides
 from pinn.run.outputs import summarise, write_outputs
 from pinn.run.plots import PlotOptions
 from pinn.run.provenance import provenance, utc_now
@@ -44,17 +45,20 @@ from pinn.training.history import HISTORY_NAME
 from pinn.training.loop import fit
 from pinn.training.settings import TrainSettings
 
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 log = logging.getLogger("pinn")
 
 
 def compose_config(overrides: list[str] | None = None, config_dir: str | Path = CONF_DIR):
-    """The config `python -m pinn <overrides>` would run, composed without starting a run."""
+    """The config `python -m pinn <overrides>` would run, composed without starting a run:
+    pinn's configs (or `config_dir`'s), then the working directory's conf/ (`pinn.run.configs`)."""
     from hydra import compose, initialize_config_dir
 
     register_help(config_dir)  # conf/config.yaml chooses hydra/help=pinn
-    with initialize_config_dir(config_dir=str(Path(config_dir).resolve()), version_base="1.3"):
-        return compose(config_name="config", overrides=list(overrides or []))
+    config_dir = Path(config_dir).resolve()
+    overrides = list(overrides or [])
+    overrides += user_conf_overrides(overrides, library=config_dir)
+    with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
+        return compose(config_name="config", overrides=overrides)
 
 
 def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:

@@ -18,7 +18,7 @@ from pinn import (
 )
 from pinn.derivatives.engines import Engine
 from pinn.nn import ResidualMLP
-from problems.poisson_highd import PoissonHighD
+from pinn.problems.poisson_highd import PoissonHighD
 
 DIM = 6
 

@@ -13,7 +13,7 @@ from pinn.errors import ConfigError, TrainingDiverged
 from pinn.geometry import Box, PointSampler
 from pinn.geometry.refinement import Refinement, rad_density, residual_magnitude
 from pinn.nn.mlp import MLP
-from problems.poisson import Poisson
+from pinn.problems.poisson import Poisson
 
 UNIT_SQUARE = Box([0.0, 0.0], [1.0, 1.0])
 CENTRE = torch.tensor([0.7, 0.3], dtype=torch.float64)

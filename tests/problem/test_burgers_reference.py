@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from problems.burgers_reference import NU, cole_hopf, reference_grid
+from pinn.problems.burgers_reference import NU, cole_hopf, reference_grid
 
 # Basdevant et al. 1986: the largest |du/dx|, at x = 0, is 152.00516, reached at t = 1.6037 / pi.
 MAX_SLOPE = 152.00516

@@ -34,7 +34,7 @@ from pinn import (
     train,
 )
 from pinn.derivatives.field import Field
-from problems.inverse_poisson import InversePoisson
+from pinn.problems.inverse_poisson import InversePoisson
 
 KAPPA_TRUE = InversePoisson.kappa_true
 RECOVERY_TOLERANCE = 0.01  # the issue's: kappa within 1% of the true value

@@ -4,7 +4,7 @@ import json
 import textwrap
 from pathlib import Path
 
-from cli_helpers import run_pinn
+from cli_helpers import REPO, run_pinn
 
 FAST = [
     "trainer.steps=30",
@@ -139,16 +139,17 @@ def write_problem(folder: Path, name: str, module_name: str, module: str, yaml: 
 
 
 def test_a_new_problem_module_trains_to_stated_accuracy(tmp_path):
-    conf = write_problem(tmp_path, "reaction", "reaction", REACTION_MODULE, REACTION_YAML)
+    # The README's way: reaction.py and conf/problem/reaction.yaml in the folder pinn runs from.
+    write_problem(tmp_path, "reaction", "reaction", REACTION_MODULE, REACTION_YAML)
     run_dir = tmp_path / "run"
     result = run_pinn(
         "problem=reaction",
-        f"hydra.searchpath=[file://{conf}]",
         "trainer.lbfgs_steps=200",  # the command line overrides the problem's settings
         "trainer.progress=false",
         "threads=1",
         f"hydra.run.dir={run_dir}",
-        extra_path=tmp_path,
+        extra_path=REPO,  # this checkout's pinn, from outside it
+        cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr
     metrics = json.loads((run_dir / "metrics.json").read_text())
@@ -158,9 +159,24 @@ def test_a_new_problem_module_trains_to_stated_accuracy(tmp_path):
     assert "lbfgs_steps: 200" in config and metrics["steps"] == 500
 
 
+def test_a_problem_folder_on_the_search_path_still_works(tmp_path):
+    # The long way, for problems kept elsewhere: PYTHONPATH and hydra.searchpath.
+    conf = write_problem(tmp_path, "reaction", "reaction", REACTION_MODULE, REACTION_YAML)
+    run_dir = tmp_path / "run"
+    result = run_pinn(
+        "problem=reaction",
+        f"hydra.searchpath=[file://{conf}]",
+        *FAST,
+        f"hydra.run.dir={run_dir}",
+        extra_path=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "target: reaction.ReactionDiffusion" in (run_dir / "config.yaml").read_text()
+
+
 def test_nan_stops_the_cli_with_a_clear_message(tmp_path):
     module = """
-    from problems.poisson import Poisson
+    from pinn.problems.poisson import Poisson
 
 
     class NaNPoisson(Poisson):

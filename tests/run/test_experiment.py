@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from pinn import MLP, ConfigError, Problem, compose_config, load_checkpoint, train
+from pinn.problems.poisson import Poisson
 from pinn.run.train import CONF_DIR
-from problems.poisson import Poisson
 
 TINY = [
     "trainer.steps=20",
@@ -55,7 +55,7 @@ def test_every_problem_config_composes_and_loads(name):
         ("device=tpu", "device='tpu'", "cpu, cuda or cuda:N"),
         ("device=cuda:999", "device='cuda:999'", "cuda"),  # no GPU here, or fewer than 1000
         ("engine=jax", "engine", "auto, taylor, autograd, functorch"),
-        ("problem.target=problems.nope.Nope", "problem.target", "problems/"),
+        ("problem.target=pinn.problems.nope.Nope", "problem.target", "no pinn/problems/nope.py"),
         ("+problem.weights.bc=1", "problem.weights", "the terms are ['pde']"),
         ("trainer.weighting=softadapt", "trainer.weighting", "fixed"),
         ("trainer.weighting_alpha=0", "trainer.weighting_alpha", "(0, 1]"),

@@ -102,7 +102,7 @@ def test_a_refused_checkpoint_says_why_without_torchs_advice(tmp_path, content, 
 
 
 BROADCASTING = """
-from problems.poisson import Poisson
+from pinn.problems.poisson import Poisson
 
 
 class Broadcasting(Poisson):

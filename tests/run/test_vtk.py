@@ -14,7 +14,7 @@ from pinn.run.outputs import write_prediction
 from pinn.run.resume import check_same_run
 from pinn.run.validation import Validator
 from pinn.run.vtk import write_vtk
-from problems.poisson import Poisson
+from pinn.problems.poisson import Poisson
 
 SMALL = [
     "trainer.steps=5",

@@ -23,8 +23,8 @@ import torch
 import pinn.training.checkpointing
 from pinn import MLP, LossWeights, PointSampler, Refinement, TrainSettings, fit, loss_terms
 from pinn.derivatives.engines import Engine
+from pinn.problems.inverse_poisson import InversePoisson
 from pinn.training.distributed import World, rank_seed, start, stop
-from problems.inverse_poisson import InversePoisson
 
 SETTINGS = TrainSettings(
     steps=24,

@@ -7,7 +7,7 @@ import torch
 
 from pinn import MLP, Callback, ConfigError, PointSampler, TrainSettings, fit, load_checkpoint
 from pinn.training.distributed import World
-from problems.poisson import Poisson
+from pinn.problems.poisson import Poisson
 
 
 class Calls(Callback):

@@ -19,8 +19,8 @@ import torch
 from pinn import MLP, LossWeights, loss_terms
 from pinn.derivatives.engines import Engine
 from pinn.geometry import Batch, BoundaryPoints
+from pinn.problems.inverse_poisson import InversePoisson
 from pinn.training.distributed import World, launched, rank_seed
-from problems.inverse_poisson import InversePoisson
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).with_name("distributed_worker.py")

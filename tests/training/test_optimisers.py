@@ -11,9 +11,9 @@ from pinn import ConfigError, TrainSettings, loss_terms, weighted_sum
 from pinn.derivatives.engines import Engine
 from pinn.geometry import PointSampler
 from pinn.nn.mlp import MLP
+from pinn.problems.poisson import Poisson
 from pinn.training.lbfgs import LBFGS, STALLED, TOLERANCE, plateau_reason
 from pinn.training.recording import Recorder
-from problems.poisson import Poisson
 
 
 def adam_rates(**settings):

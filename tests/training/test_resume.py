@@ -33,7 +33,7 @@ from pinn import (
     save_checkpoint,
     train,
 )
-from problems.poisson import Poisson
+from pinn.problems.poisson import Poisson
 
 RUN = [
     "problem=poisson",

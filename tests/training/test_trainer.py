@@ -18,7 +18,7 @@ from pinn import (
     fit,
     load_checkpoint,
 )
-from problems.poisson import Poisson
+from pinn.problems.poisson import Poisson
 
 
 def small_run(problem=None, seed=0, dtype=torch.float64, weights=None, **settings):
