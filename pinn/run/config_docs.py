@@ -20,7 +20,7 @@ _NOT_KEYS = ("defaults", "hydra")  # Hydra's own blocks
 
 # The problem block differs by problem: its keys are explained here, once.
 PROBLEM_DOCS = {
-    "problem.target": "the Problem class, as an importable path, e.g. pinn.problems.poisson.Poisson",
+    "problem.target": "the Problem class as an importable path: pinn.problems.poisson.Poisson",
     "problem.params": "keyword arguments for its constructor (checked against its signature)",
     "problem.n_interior": "interior points per draw",
     "problem.n_boundary": "boundary points per draw, over all faces",

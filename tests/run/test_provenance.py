@@ -5,6 +5,7 @@ import platform
 import textwrap
 from datetime import datetime, timedelta, timezone
 
+import pytest
 import torch
 from cli_helpers import run_pinn
 
@@ -71,6 +72,7 @@ problem:
 """
 
 
+@pytest.mark.slow  # whole CLI runs; the library-level tests above are fast
 def test_the_cli_records_the_config_name_the_user_chose(tmp_path):
     (tmp_path / "square_module.py").write_text(textwrap.dedent(MODULE))
     (tmp_path / "conf" / "problem").mkdir(parents=True)

@@ -34,24 +34,48 @@ def refused(result) -> str:
 WIDTH_TYPO = "unknown config key 'model.widht': the keys of model are width, depth, activation"
 
 
+# Three cases here; the others, each a whole CLI run, with the slow tests (the same checks run
+# in process in test_a_right_config_from_a_notebook_passes_and_a_wrong_one_is_refused).
+SLOW = pytest.mark.slow
+
+
 @pytest.mark.parametrize(
     ("override", "messages"),
     [
         ("+model.widht=3", [WIDTH_TYPO, "did you mean model.width?"]),
         ("model.widht=3", [WIDTH_TYPO, "did you mean model.width?"]),
-        ("+trainer.foo=1", ["unknown config key 'trainer.foo': the keys of trainer are steps, lr"]),
-        ("+sed=1", ["unknown config key 'sed': the top-level keys are seed", "did you mean seed?"]),
-        (
+        pytest.param(
+            "+trainer.foo=1",
+            ["unknown config key 'trainer.foo': the keys of trainer are steps, lr"],
+            marks=SLOW,
+        ),
+        pytest.param(
+            "+sed=1",
+            ["unknown config key 'sed': the top-level keys are seed", "did you mean seed?"],
+            marks=SLOW,
+        ),
+        pytest.param(
             "+problem.params.hard_boundry=false",
             [
                 "'problem.params.hard_boundry': Poisson() takes the params hard_boundary",
                 "did you mean problem.params.hard_boundary?",
             ],
+            marks=SLOW,
         ),
-        ("threads=-1", ["threads must be a whole number >= 1 (or null: torch's default), got -1"]),
-        ("threads=two", ["threads must be null or a whole number: Value 'two'"]),
-        ("seed=x", ["seed must be a whole number: Value 'x'"]),
-        ("problem.weights=5", ["problem.weights must be a mapping of names to numbers"]),
+        pytest.param(
+            "threads=-1",
+            ["threads must be a whole number >= 1 (or null: torch's default), got -1"],
+            marks=SLOW,
+        ),
+        pytest.param(
+            "threads=two", ["threads must be null or a whole number: Value 'two'"], marks=SLOW
+        ),
+        pytest.param("seed=x", ["seed must be a whole number: Value 'x'"], marks=SLOW),
+        pytest.param(
+            "problem.weights=5",
+            ["problem.weights must be a mapping of names to numbers"],
+            marks=SLOW,
+        ),
         ("problem=nope", ["Could not find 'problem/nope'", "annulus, burgers, heat"]),
     ],
 )
@@ -180,6 +204,22 @@ def test_a_right_config_from_a_notebook_passes_and_a_wrong_one_is_refused():
     cfg = compose_config(["+trainer.stesp=5"])
     with pytest.raises(ConfigError, match="did you mean trainer.steps"):
         check_config(cfg)
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("+trainer.foo=1", "unknown config key 'trainer.foo': the keys of trainer are steps, lr"),
+        ("+sed=1", "did you mean seed?"),
+        ("threads=two", "threads must be null or a whole number: Value 'two'"),
+        ("seed=x", "seed must be a whole number: Value 'x'"),
+        ("problem.weights=5", "problem.weights must be a mapping of names to numbers"),
+    ],
+)
+def test_the_cli_cases_are_refused_in_process_too(override, message):
+    with pytest.raises(ConfigError) as error:
+        check_config(compose_config([override]))
+    assert message in str(error.value) and "\n" not in str(error.value)
 
 
 def test_a_new_key_of_a_free_block_without_plus_is_told_to_use_plus():

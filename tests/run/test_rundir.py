@@ -103,6 +103,7 @@ def test_a_second_run_is_refused_while_the_first_lives(tmp_path, ending):
         assert (tmp_path / LOCK_NAME).read_text() == f"{os.getpid()}\n"
 
 
+@pytest.mark.slow  # whole CLI runs; the library-level tests above are fast
 def test_the_cli_refuses_a_second_run_and_overwrite_replaces_it(tmp_path):
     first = cli_helpers.run_pinn(*FAST, f"hydra.run.dir={tmp_path}", timeout=120)
     assert first.returncode == 0, first.stderr

@@ -9,12 +9,12 @@ import pytest
 import torch
 
 from pinn import MLP, ConfigError, Problem, compose_config, load_problem, train
+from pinn.problems.poisson import Poisson
 from pinn.run.build import build_model
 from pinn.run.outputs import write_prediction
 from pinn.run.resume import check_same_run
 from pinn.run.validation import Validator
 from pinn.run.vtk import write_vtk
-from pinn.problems.poisson import Poisson
 
 SMALL = [
     "trainer.steps=5",

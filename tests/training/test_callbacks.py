@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from pinn import MLP, Callback, ConfigError, PointSampler, TrainSettings, fit, load_checkpoint
-from pinn.training.distributed import World
 from pinn.problems.poisson import Poisson
+from pinn.training.distributed import World
 
 
 class Calls(Callback):

@@ -68,8 +68,19 @@ def uninterrupted(tmp_path_factory) -> Path:
     return run_dir
 
 
-@pytest.mark.parametrize("phase", ["adam", "lbfgs"])
-@pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+# One case in the fast suite; the other three (each two CLI runs) with the slow tests.
+SLOW = pytest.mark.slow
+
+
+@pytest.mark.parametrize(
+    ("number", "phase"),
+    [
+        pytest.param(signal.SIGINT, "adam", id="SIGINT-adam"),
+        pytest.param(signal.SIGINT, "lbfgs", id="SIGINT-lbfgs", marks=SLOW),
+        pytest.param(signal.SIGTERM, "adam", id="SIGTERM-adam", marks=SLOW),
+        pytest.param(signal.SIGTERM, "lbfgs", id="SIGTERM-lbfgs", marks=SLOW),
+    ],
+)
 def test_a_signal_checkpoints_says_how_to_continue_and_resumes_exactly(
     uninterrupted, tmp_path, phase, number
 ):
