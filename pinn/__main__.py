@@ -19,6 +19,7 @@ from pinn.errors import PinnError, TrainingInterrupted
 from pinn.run.config_docs import key_docs, register_help
 from pinn.run.configs import CONF_DIR, shadowed_problems, user_conf_overrides
 from pinn.run.reporting import report, run_reporting
+from pinn.run.rundir import check_cli_run_dir
 from pinn.run.sweep import run_job
 from pinn.run.train import train
 from pinn.training.distributed import launched, stop
@@ -107,7 +108,8 @@ def summary(metrics: dict, run_dir: str) -> str:
 def cli() -> None:
     """The `pinn` console script, and `python -m pinn`: the working directory goes first on
     sys.path (as `python -m` puts it) so a problem module there imports, its conf/ is searched
-    after pinn's configs, and a torchrun rank other than 0 runs quietly."""
+    after pinn's configs, a run directory that `train` would refuse is refused before Hydra
+    writes its .hydra/ and log there, and a torchrun rank other than 0 runs quietly."""
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     searched = user_conf_overrides(sys.argv[1:])
@@ -117,7 +119,13 @@ def cli() -> None:
             "(give yours another name)",
             file=sys.stderr,
         )
-    sys.argv += quiet_overrides() + searched
+    quiet = quiet_overrides()
+    if not quiet:  # rank 0 (or a plain run) writes the run directory: refused before Hydra
+        try:
+            check_cli_run_dir(sys.argv[1:])
+        except PinnError as error:
+            report(str(error))
+    sys.argv += quiet + searched
     register_help(CONF_DIR)  # conf/config.yaml chooses hydra/help=pinn
     run_reporting(main, key_docs(CONF_DIR))
 

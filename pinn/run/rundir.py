@@ -3,6 +3,9 @@
     with claim_run_dir(run_dir, overwrite=False, resuming_in_place=False):
         ...   # train and write the outputs; the lock is held until the block ends
 
+    check_run_dir(run_dir, overwrite, resuming_in_place)   # the same refusals, nothing held or
+                                                           # removed: before Hydra writes there
+
 - A directory holding another run's results (any of `RESULT_NAMES`) is refused, unless
   `overwrite` (the earlier run's files are removed first, so the directory never mixes two
   runs) or the run resumes in place (`resume=DIR hydra.run.dir=DIR`).
@@ -20,7 +23,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import HydraException
+
 from pinn.errors import OutputError, RunDirectoryError, reason
+from pinn.run.resume import checkpoint_file
 
 LOCK_NAME = ".pinn.lock"
 # What marks a directory as holding a run's results.
@@ -54,20 +61,42 @@ def claim_run_dir(
     lock = _open_lock(run_dir)
     try:
         _lock(lock, run_dir)
-        if not resuming_in_place:
-            earlier = [name for name in RESULT_NAMES if (run_dir / name).exists()]
-            if earlier and not overwrite:
-                raise RunDirectoryError(
-                    f"{run_dir} holds the results of another run ({', '.join(earlier)}); "
-                    "write this one elsewhere (leave hydra.run.dir at its default, or give a new "
-                    f"one), continue that run with resume={run_dir}, or replace it with "
-                    "overwrite=true"
-                )
-            if earlier:
-                remove_run_files(run_dir)
+        if not resuming_in_place and _earlier_results(run_dir, overwrite):
+            remove_run_files(run_dir)
         yield run_dir
     finally:
         lock.close()  # releases the lock
+
+
+def check_run_dir(
+    run_dir: str | Path, overwrite: bool = False, resuming_in_place: bool = False
+) -> None:
+    """Refuse `run_dir` as `claim_run_dir` would, holding nothing and removing nothing.
+
+    The CLI calls it before Hydra starts: Hydra writes .hydra/ and its log into the run
+    directory before `train` claims it, so a refused run would leave its config in the earlier
+    run's folder (or fail inside Hydra on a directory it cannot create).
+
+    Raises:
+        OutputError, RunDirectoryError: as `claim_run_dir`.
+    """
+    with claim_run_dir(run_dir, overwrite=False, resuming_in_place=True) as claimed:
+        if not resuming_in_place:
+            _earlier_results(claimed, overwrite)
+
+
+def _earlier_results(run_dir: Path, overwrite: bool) -> list[str]:
+    """The results of an earlier run in `run_dir` (`RESULT_NAMES` there), refused unless
+    `overwrite`."""
+    earlier = [name for name in RESULT_NAMES if (run_dir / name).exists()]
+    if earlier and not overwrite:
+        raise RunDirectoryError(
+            f"{run_dir} holds the results of another run ({', '.join(earlier)}); "
+            "write this one elsewhere (leave hydra.run.dir at its default, or give a new "
+            f"one), continue that run with resume={run_dir}, or replace it with "
+            "overwrite=true"
+        )
+    return earlier
 
 
 def remove_run_files(run_dir: Path) -> None:
@@ -112,3 +141,27 @@ def _lock(lock, run_dir: Path) -> None:
             f"the run directory {run_dir} cannot be written: {reason(error)}; choose another "
             "hydra.run.dir"
         ) from error
+
+
+def check_cli_run_dir(arguments: list[str]) -> None:
+    """`check_run_dir` for a single run's command line (`hydra.run.dir=DIR`, `overwrite=`,
+    `resume=` among `arguments`), before Hydra writes anything into DIR.
+
+    Nothing is checked for a sweep or Hydra's flags (`-m`, `--help`, ...), nor without
+    `hydra.run.dir=` (the default directory is new: `train` still claims it), nor for
+    overrides Hydra cannot parse (Hydra reports those itself)."""
+    if any(argument.startswith("-") for argument in arguments):
+        return
+    try:
+        overrides = OverridesParser.create().parse_overrides(arguments)
+    except HydraException:
+        return
+    given = {o.key_or_group: o.value() for o in overrides if not o.is_delete()}
+    run_dir = given.get("hydra.run.dir")
+    if not isinstance(run_dir, str):
+        return
+    resume = given.get("resume")
+    in_place = isinstance(resume, str) and (
+        checkpoint_file(resume).parent.resolve() == Path(run_dir).resolve()
+    )
+    check_run_dir(run_dir, given.get("overwrite") is True, in_place)

@@ -203,3 +203,49 @@ def test_an_output_that_cannot_be_written_ends_the_run_naming_it(tmp_path, monke
     prediction = tmp_path / "prediction.npz"
     assert str(failed.value) == f"cannot write {prediction}: No space left on device"
     assert load_checkpoint(tmp_path / "checkpoint.pt")["training"]["phase"] == "done"
+
+
+def test_the_cli_refuses_a_directory_before_hydra_writes_into_it(tmp_path, monkeypatch, capsys):
+    import pinn.__main__
+
+    an_earlier_run(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["pinn", *FAST, f"hydra.run.dir={tmp_path}"])
+    monkeypatch.setattr(sys, "path", list(sys.path))  # cli() puts the working directory first
+    with pytest.raises(SystemExit) as ended:
+        pinn.__main__.cli()
+    assert ended.value.code == 1
+    error = capsys.readouterr().err.strip()
+    assert error.startswith(f"pinn: error: {tmp_path} holds the results of another run")
+    assert "\n" not in error
+    # Hydra never started: no .hydra/ config and no log appended to the earlier run's.
+    assert not (tmp_path / ".hydra").exists() and not list(tmp_path.glob("*.log"))
+    assert (tmp_path / "metrics.json").read_text() == "earlier\n"
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ["overwrite=true"],  # replaced by the run itself, once its checks pass
+        ["resume={run}"],  # continued in place
+        ["-m", "seed=1,2"],  # a sweep's jobs have directories of their own
+        ["--help"],
+    ],
+)
+def test_the_early_check_lets_through_what_train_allows(tmp_path, arguments):
+    from pinn.run.rundir import check_cli_run_dir
+
+    an_earlier_run(tmp_path)
+    given = [a.format(run=tmp_path) for a in arguments] + [f"hydra.run.dir={tmp_path}"]
+    check_cli_run_dir(given)
+    assert (tmp_path / "metrics.json").read_text() == "earlier\n"  # nothing removed early
+
+
+def test_the_early_check_refuses_an_unwritable_directory_and_resume_elsewhere(tmp_path):
+    from pinn.run.rundir import check_cli_run_dir
+
+    (tmp_path / "a_file").write_text("")
+    with pytest.raises(OutputError, match=r"a_file/run cannot be written: Not a directory"):
+        check_cli_run_dir([f"hydra.run.dir={tmp_path / 'a_file' / 'run'}"])
+    an_earlier_run(tmp_path / "done")
+    with pytest.raises(RunDirectoryError, match="holds the results of another run"):
+        check_cli_run_dir([f"resume={tmp_path / 'other'}", f"hydra.run.dir={tmp_path / 'done'}"])
