@@ -35,7 +35,8 @@ def main(cfg: DictConfig) -> float | None:
         metrics = train(cfg, run_dir)
     except TrainingInterrupted as stopped:  # Ctrl-C, SIGTERM: checkpointed, no traceback
         stop(wait=False)
-        print(stopped, file=sys.stderr)
+        if is_rank_zero():  # under torchrun every process stopped at the same step
+            print(stopped, file=sys.stderr)
         sys.exit(stopped.exit_code)
     except KeyboardInterrupt:  # outside training: nothing to save
         stop(wait=False)
@@ -45,10 +46,15 @@ def main(cfg: DictConfig) -> float | None:
         stop(wait=False)
         report(str(error))  # once, on rank 0
     stop()
-    place = launched()
-    if place is None or place[0] == 0:  # rank 0 speaks for all
+    if is_rank_zero():  # rank 0 speaks for all
         print(summary(metrics, run_dir))
     return metrics["rel_l2"]  # what a Hydra sweeper would minimise
+
+
+def is_rank_zero() -> bool:
+    """Whether this process speaks for the run: a plain run, or rank 0 under torchrun."""
+    place = launched()
+    return place is None or place[0] == 0
 
 
 def sweep_job(cfg: DictConfig, run_dir: str, job: int, overrides) -> float | None:
@@ -69,8 +75,7 @@ def quiet_overrides() -> list[str]:
 
     Its run directory is the system's temporary directory, which exists: Hydra creates
     nothing there, and `train` writes nothing from a rank other than 0."""
-    place = launched()
-    if place is None or place[0] == 0:
+    if is_rank_zero():
         return []
     return [
         f"hydra.run.dir={tempfile.gettempdir()}",

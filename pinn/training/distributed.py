@@ -102,6 +102,21 @@ class World:
             for tensor in tensors:
                 dist.broadcast(tensor.detach(), src=0)
 
+    def any(self, flag: bool) -> bool:
+        """Whether `flag` is true on any process (one small all-reduce; a world of one returns
+        `flag`). Every process must call it at the same point of the run."""
+        if self.size == 1:
+            return flag
+        device = (
+            torch.device("cuda", torch.cuda.current_device())
+            if dist.get_backend() == "nccl"  # NCCL reduces device tensors only
+            else torch.device("cpu")
+        )
+        value = torch.tensor([int(flag)], device=device)
+        with self._collective():
+            dist.all_reduce(value, op=dist.ReduceOp.MAX)
+        return bool(value.item())
+
     def gather(self, value: Any) -> list[Any]:
         """Every process's `value` (picklable), in rank order, on every process."""
         if self.size == 1:

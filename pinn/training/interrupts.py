@@ -8,6 +8,11 @@
 The handlers live only inside the `with` block and only in the main thread (Python allows
 signal handlers nowhere else), so a notebook or a caller keeps its own. A second signal while
 the step in flight finishes stops at once (KeyboardInterrupt), for a step that hangs.
+
+Under torchrun the processes agree (`World.any`, one small all-reduce at each check): the
+first step boundary at which any of them has received a signal is where all of them stop, so
+they checkpoint the same step together (torchrun forwards a signal to each of its processes,
+which get it at slightly different moments, or only one process may be sent it).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from pinn.errors import TrainingInterrupted
+from pinn.training.distributed import World
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -26,12 +32,14 @@ class Interrupts:
     """The first SIGINT or SIGTERM received inside the `with` block (`received`, else None).
 
     Disabled (never installed, `requested()` always False) when `enabled` is False: a run
-    without a checkpoint to save, or one of several processes (they would stop at different
-    steps and wait for each other forever)."""
+    without a checkpoint to save. In a `world` of several processes every one must be
+    enabled alike and call `requested()` at the same points: they answer it together."""
 
-    def __init__(self, enabled: bool = True):
+    def __init__(self, enabled: bool = True, world: World | None = None):
         self.enabled = enabled
+        self.world = world or World()
         self.received: int | None = None
+        self._agreed = False  # some process received a signal (all of them know it)
         self._previous: dict[int, object] = {}
 
     def __enter__(self) -> Interrupts:
@@ -53,14 +61,18 @@ class Interrupts:
         self.received = number
 
     def requested(self) -> bool:
-        """Whether a signal asked the run to stop."""
-        return self.received is not None
+        """Whether a signal asked the run to stop (in any of the processes)."""
+        if self.enabled and not self._agreed:
+            self._agreed = self.world.any(self.received is not None)
+        return self._agreed
 
     def stop(self, step: int, checkpoint: str | Path | None) -> NoReturn:
-        """End the run: the checkpoint at `checkpoint` holds its state at `step`."""
-        name = signal.Signals(self.received).name
+        """End the run: the checkpoint at `checkpoint` holds its state at `step`. A process
+        that was sent no signal itself stops with the SIGTERM status (its peers' request)."""
+        number = self.received if self.received is not None else signal.SIGTERM
+        name = signal.Signals(number).name
         raise TrainingInterrupted(
             f"interrupted at step {step} ({name}); continue with resume_from={checkpoint}",
-            self.received,
+            number,
             step,
         )

@@ -121,10 +121,11 @@ def fit(
     `problem.attach_unknowns` or an earlier fit), or else fresh ones at their declared guesses
     in the model's dtype and on its device. `problem.unknown(name)` then holds the learned value.
 
-    With a `checkpoint_path`, in one process and in the main thread, Ctrl-C (SIGINT) and
-    SIGTERM stop training at the next step boundary: the state is checkpointed as a periodic
-    checkpoint would hold it (resumed, the run ends bit for bit as if never stopped) and
-    `TrainingInterrupted` is raised. The handlers are installed for the call only.
+    With a `checkpoint_path`, in the main thread, Ctrl-C (SIGINT) and SIGTERM stop training at
+    the next step boundary: the state is checkpointed as a periodic checkpoint would hold it
+    (resumed, the run ends bit for bit as if never stopped) and `TrainingInterrupted` is
+    raised. The handlers are installed for the call only. Under torchrun a signal to any
+    process stops all of them at the same step (`pinn.training.interrupts`).
 
     Raises:
         TrainingDiverged: the loss became NaN or inf; the last good checkpoint is kept.
@@ -174,7 +175,7 @@ def fit(
         checkpoints,
         DivergenceWatch(lambda: checkpoints.last_saved),
         listeners,
-        Interrupts(enabled=checkpoint_path is not None and world.size == 1),
+        Interrupts(enabled=checkpoint_path is not None, world=world),
     )
     with parts.interrupts:
         return _run_phases(state, parts)

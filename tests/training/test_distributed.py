@@ -249,6 +249,61 @@ def test_a_killed_two_process_run_resumes_bit_identical(tmp_path, two_processes)
     assert repr(untimed[0]) == repr(untimed[1])
 
 
+@pytest.mark.parametrize("target", ["launcher", pytest.param("rank 1", marks=pytest.mark.slow)])
+def test_a_signal_stops_every_process_at_one_step_and_resumes_bit_identical(
+    tmp_path, two_processes, target
+):
+    # SIGTERM to torchrun (it forwards the signal to each process, at slightly different
+    # moments), or to one process only: all stop at the same step, one checkpoint holds it.
+    whole, stopped, resumed = two_processes, tmp_path / "stopped", tmp_path / "resumed"
+    arguments = ["-m", "pinn", *RUN, *LONGER, f"hydra.run.dir={stopped}"]
+    launcher = subprocess.Popen(
+        [*TORCHRUN, "2", "--master-port", str(free_port()), *arguments],
+        cwd=ROOT,
+        env=environment(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while launcher.poll() is None and time.monotonic() < deadline:
+            state = peek(stopped / "checkpoint.pt")
+            if state and state["step"] > 0 and state["training"]["phase"] == "adam":
+                pid = launcher.pid if target == "launcher" else worker_of_rank(launcher.pid, 1)
+                os.kill(pid, signal.SIGTERM)
+                break
+            time.sleep(0.005)
+        _, stderr = launcher.communicate(timeout=120)
+    finally:
+        launcher.kill()
+    said = [line for line in stderr.splitlines() if "interrupted at step" in line]
+    assert len(said) == 1, stderr[-3000:]  # rank 0 speaks for both
+    saved = torch.load(stopped / "checkpoint.pt", weights_only=False)
+    assert said[0].endswith(f"interrupted at step {saved['step']}; continue with resume={stopped}")
+    assert saved["training"]["phase"] == "adam", "stopped too late: make the run longer"
+    assert not (stopped / "metrics.json").exists()
+    done = cli(2, resumed, *LONGER, f"resume={stopped}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    ends = [torch.load(d / "checkpoint.pt", weights_only=False) for d in (whole, resumed)]
+    assert all(torch.equal(ends[0]["model"][k], ends[1]["model"][k]) for k in ends[0]["model"])
+    assert (ends[0]["loss"], ends[0]["step"]) == (ends[1]["loss"], ends[1]["step"])
+
+
+def worker_of_rank(launcher: int, rank: int) -> int:
+    """The process id of torchrun `launcher`'s worker of `rank` (Linux /proc)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        children = Path(f"/proc/{launcher}/task/{launcher}/children").read_text().split()
+        for child in map(int, children):
+            with contextlib.suppress(OSError):
+                environ = Path(f"/proc/{child}/environ").read_bytes().split(b"\0")
+                if f"RANK={rank}".encode() in environ:
+                    return child
+        time.sleep(0.01)
+    raise AssertionError(f"no worker of rank {rank} under process {launcher}")
+
+
 def kill_tree(pid: int) -> None:
     """SIGKILL `pid`'s descendants, deepest first, then `pid` itself (Linux /proc)."""
     children = Path(f"/proc/{pid}/task/{pid}/children")
