@@ -160,3 +160,28 @@ def test_handlers_are_installed_only_in_the_main_thread_and_only_inside_the_bloc
     thread.start()
     thread.join()
     assert seen == [before]
+
+
+class PeersSignalled:
+    """A world of two whose other process is signalled before the `at`-th check."""
+
+    size = 2
+
+    def __init__(self, at: int):
+        self.at, self.calls = at, []
+
+    def any(self, flag: bool) -> bool:
+        self.calls.append(flag)
+        return flag or len(self.calls) >= self.at
+
+
+def test_a_peers_signal_stops_this_process_at_the_same_check():
+    world = PeersSignalled(at=3)
+    interrupts = Interrupts(enabled=True, world=world)
+    assert [interrupts.requested() for _ in range(4)] == [False, False, True, True]
+    assert world.calls == [False, False, False]  # agreed once: no more collectives
+    with pytest.raises(TrainingInterrupted) as stopped:
+        interrupts.stop(7, "run/checkpoint.pt")
+    assert stopped.value.step == 7 and stopped.value.exit_code == 143  # its peers' SIGTERM
+    assert Interrupts(enabled=False, world=world).requested() is False
+    assert world.calls == [False, False, False]  # a disabled one asks nobody
