@@ -4,6 +4,7 @@ checkpoints a training run writes."""
 from __future__ import annotations
 
 import io
+import os
 
 import pytest
 import torch
@@ -11,6 +12,11 @@ import torch
 import pinn.training.checkpointing
 
 SEED = 20240607
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # Workers share the cores: one thread each, and in the runs they start.
+    torch.set_num_threads(1)
+    os.environ["OMP_NUM_THREADS"] = "1"
 
 
 @pytest.fixture

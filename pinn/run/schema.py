@@ -98,9 +98,22 @@ def check_config(cfg: DictConfig, docs: dict[str, str] | None = None) -> None:
     completes a message about a value."""
     user = {k: v for k, v in OmegaConf.to_container(cfg, resolve=False).items() if k != "hydra"}
     try:
-        OmegaConf.merge(OmegaConf.structured(ConfigSchema), user)
+        merged = OmegaConf.merge(OmegaConf.structured(ConfigSchema), user)
     except OmegaConfBaseException as error:
         raise ConfigError(explain(error, docs or {})) from None
+    unset = sorted(OmegaConf.missing_keys(merged))
+    if unset:
+        raise ConfigError(not_set(unset[0], docs or {}))
+
+
+def not_set(full_key: str, docs: dict[str, str]) -> str:
+    """`full_key` has no value (a `???` in the config, or a key no yaml gave)."""
+    doc = docs.get(full_key)
+    hint = f" ({full_key}: {doc})" if doc else ""
+    return (
+        f"{full_key} has no value{hint}; give it in the problem's yaml or on the command "
+        f"line, {full_key}=<value>"
+    )
 
 
 def explain(error: OmegaConfBaseException, docs: dict[str, str]) -> str:
@@ -122,6 +135,8 @@ def unknown_key(full_key: str) -> str:
     if schema is None:  # inside a free-form block (problem.params, problem.weights)
         return f"{full_key} is not in the config yet; add it with +{full_key}=<value>"
     valid = [f.name for f in dataclasses.fields(schema)]
+    if key in valid:  # a key of the schema that the config lacks
+        return not_set(full_key, {})
     close = difflib.get_close_matches(key, valid, n=1)
     prefix = f"{block}." if block else ""
     where = f"the keys of {block} are" if block else "the top-level keys are"

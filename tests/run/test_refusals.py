@@ -12,10 +12,10 @@ from dataclasses import fields, is_dataclass
 import pytest
 import torch
 from cli_helpers import REPO, cli_environment, run_pinn
-from test_cli import FAST, write_problem
+from test_cli import FAST, REACTION_MODULE, write_problem
 from test_experiment import PROBLEMS
 
-from pinn import CheckpointError, ConfigError, compose_config, load_problem
+from pinn import CheckpointError, ConfigError, compose_config, load_problem, train
 from pinn.run.config_docs import key_docs
 from pinn.run.schema import ConfigSchema, check_config, unknown_key
 from pinn.run.train import CONF_DIR
@@ -226,3 +226,38 @@ def test_a_new_key_of_a_free_block_without_plus_is_told_to_use_plus():
     assert unknown_key("problem.params.typo") == (
         "problem.params.typo is not in the config yet; add it with +problem.params.typo=<value>"
     )
+
+
+@pytest.mark.parametrize(
+    "yaml",
+    [
+        "# @package _global_\nproblem:\n  target: reaction.ReactionDiffusion\n",
+        "target: reaction.ReactionDiffusion\n",  # without the header: the problem block itself
+    ],
+)
+def test_a_problem_yaml_giving_only_its_target_trains_with_the_defaults(
+    tmp_path, monkeypatch, yaml
+):
+    write_problem(tmp_path, "reaction", "reaction", REACTION_MODULE, yaml)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    short = ["trainer.steps=100", "trainer.lbfgs_steps=100", "trainer.progress=false"]
+    cfg = compose_config(["problem=reaction", *short, "model.width=8", "threads=1"])
+    assert (cfg.problem.n_interior, cfg.problem.sampler, dict(cfg.problem.params)) == (
+        2000,
+        "sobol",
+        {},
+    )
+    check_config(cfg)
+    if yaml.startswith("#"):  # one of the two trains (they compose alike)
+        assert train(cfg, tmp_path / "run")["rel_l2"] < 1e-2
+
+
+def test_a_problem_yaml_without_its_target_is_refused_naming_the_key(tmp_path, monkeypatch):
+    write_problem(tmp_path, "notarget", "reaction", REACTION_MODULE, "n_interior: 64\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as error:
+        check_config(compose_config(["problem=notarget"]), key_docs(CONF_DIR))
+    message = str(error.value)
+    assert message.startswith("problem.target has no value (problem.target: the Problem class")
+    assert message.endswith("on the command line, problem.target=<value>")
