@@ -1,0 +1,306 @@
+"""The Jacobian of the residual rows: per-point reverse mode, then forward mode through the
+assembly (the reasoning and the costs are in `pinn.training.residual_rows`).
+
+    recording = Recording(engine)                 # the engine, noting every field it makes
+    vectors = residuals(problem, model, batch, recording)
+    J = row_jacobian(problem, model, batch, recording, scales)      # (R, P)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import torch
+from torch import nn
+
+from pinn.derivatives.engines import Engine
+from pinn.derivatives.field import Field, Requests
+from pinn.derivatives.taylor import taylor_forward
+from pinn.derivatives.taylor_pass import trace_model
+from pinn.errors import ConfigError
+from pinn.geometry import Batch
+from pinn.problem.loss import residuals
+from pinn.problem.problem import Problem
+
+# A field quantity: ("value", k), ("first", k, i), ("second", k, i, j) with i <= j,
+# ("laplacian", k); k an output, i and j inputs.
+Key = tuple
+
+
+class Recording:
+    """An engine stand-in for `residuals`: makes each field with `engine`, noting
+    (site, points, field) in `fields`, in the order the assembly asks for them."""
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self.fields: list[tuple[str, torch.Tensor, Field]] = []
+
+    def field(self, x, inputs, outputs, site) -> Field:
+        made = self.engine.field(x, inputs, outputs, site)
+        self.fields.append((site, x.detach(), made))
+        return made
+
+
+def row_jacobian(
+    problem: Problem,
+    model: nn.Module,
+    batch: Batch,
+    recording: Recording,
+    scales: Mapping[str, float],
+    chunk: int = 256,
+) -> torch.Tensor:
+    """(R, P) Jacobian of the scaled rows, columns the network's parameters then the unknowns.
+
+    `recording` holds the fields of one `residuals` call at `batch` (their requests tell which
+    quantities the residual uses); `scales` the rows' factor per term.
+    """
+    names = [name for name, _ in model.named_parameters()]
+    theta = {name: p.detach() for name, p in model.named_parameters()}
+    n_model = sum(p.numel() for p in theta.values())
+    unknowns = problem.attached_unknowns
+    unknown_values = [p.detach() for p in unknowns.parameters()] if unknowns is not None else []
+    n_columns = n_model + len(unknown_values)
+    engine_name = recording.engine.name
+    sites, values, tangents = [], [], []
+    for site, x, field in recording.fields:
+        keys = quantity_keys(field)
+        if engine_name == "taylor":
+            value, jac = _taylor_quantities(model, theta, x, keys, field.requests)
+        else:
+            value, jac = _autograd_quantities(model, names, theta, x, field, keys)
+        sites.append((site, x, field.input_names, field.output_names, keys))
+        values.append(value)
+        pad = jac.new_zeros(*jac.shape[:2], n_columns - n_model)  # the unknowns' columns
+        tangents.append(torch.cat([jac, pad], dim=2))
+    unknown_tangent = torch.zeros(len(unknown_values), n_columns, dtype=theta[names[0]].dtype)
+    for i in range(len(unknown_values)):
+        unknown_tangent[i, n_model + i] = 1.0
+    assembly = _Assembly(problem, model, batch, sites, scales)
+
+    def rows_of(quantities: tuple, scalars: tuple) -> torch.Tensor:
+        if not scalars:
+            return assembly(quantities)
+        state = {f"unknowns.scalars.{i}": s for i, s in enumerate(scalars)}
+        return torch.func.functional_call(assembly, state, (quantities,))
+
+    def pushed(quantity_tangents: tuple, scalar_tangents: tuple) -> torch.Tensor:
+        primals = (tuple(values), tuple(unknown_values))
+        return torch.func.jvp(rows_of, primals, (quantity_tangents, scalar_tangents))[1]
+
+    columns = []
+    for start in range(0, n_columns, chunk):
+        part = slice(start, start + chunk)
+        quantity_tangents = tuple(t[..., part] for t in tangents)
+        scalar_tangents = tuple(unknown_tangent[i, part] for i in range(len(unknown_values)))
+        columns.append(
+            torch.func.vmap(pushed, in_dims=-1, out_dims=-1)(quantity_tangents, scalar_tangents)
+        )
+    return torch.cat(columns, dim=1)
+
+
+def quantity_keys(field: Field) -> list[Key]:
+    """The quantities the residual asked of `field`: every output's value, then the
+    derivatives its requests name, for every output."""
+    requests = field.requests
+    if requests.expression:
+        raise ConfigError(
+            "the residual differentiates an expression of u (Field.derivative), which the "
+            "Gauss-Newton Jacobian cannot carry; write it out with the product rule, or train "
+            "with trainer.phases=[adam,lbfgs]"
+        )
+    if field.estimator is not None:
+        raise ConfigError(
+            "Gauss-Newton needs the exact Laplacian (its rows must not change between "
+            "evaluations); set laplacian.method=exact"
+        )
+    outputs = range(len(field.output_names))
+    keys: list[Key] = [("value", k) for k in outputs]
+    keys += [("first", k, i) for k in outputs for i in sorted(requests.first)]
+    keys += [("second", k, j, j) for k in outputs for j in sorted(requests.diagonal)]
+    keys += [("second", k, i, j) for k in outputs for i, j in sorted(requests.mixed)]
+    if requests.laplacian:
+        keys += [("laplacian", k) for k in outputs]
+    return keys
+
+
+# ---- 1. the quantities' per-point Jacobians --------------------------------------------------
+
+
+def _read(field: Field, key: Key) -> torch.Tensor:
+    """(N,) one quantity of a field, through its public methods."""
+    kind, k = key[0], key[1]
+    if kind == "value":
+        return field(k)
+    if kind == "first":
+        return field.d(key[2], k)
+    if kind == "second":
+        return field.d2(key[2], key[3], k)
+    return field.laplacian(k)
+
+
+def _autograd_quantities(
+    model: nn.Module, names: list[str], theta: dict, x: torch.Tensor, field: Field, keys
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(N, q) quantities and (N, q, P) their Jacobians, by the engine's autograd `Field` on
+    per-point copies of the parameters: a backward of a quantity's sum over the points gives
+    each point's gradient in its own copy."""
+    shapes = [theta[name].shape for name in names]
+    sizes = [theta[name].numel() for name in names]
+    base = torch.cat([theta[name].reshape(-1) for name in names])
+    offsets = torch.zeros(x.shape[0], base.numel(), dtype=base.dtype, requires_grad=True)
+
+    def at_point(offset: torch.Tensor, point: torch.Tensor) -> torch.Tensor:
+        pieces = (base + offset).split(sizes)
+        state = {name: p.view(shape) for name, p, shape in zip(names, pieces, shapes)}
+        return torch.func.functional_call(model, state, (point[None],))[0]
+
+    def copies(points: torch.Tensor) -> torch.Tensor:
+        return torch.func.vmap(at_point)(offsets, points)
+
+    copy_field = Field(copies, x, field.input_names, field.output_names)
+    quantities = torch.stack([_read(copy_field, key) for key in keys], dim=1)
+    jacobians = []
+    for c in range(len(keys)):
+        (grad,) = torch.autograd.grad(
+            quantities[:, c].sum(), offsets, retain_graph=True, allow_unused=True
+        )
+        jacobians.append(torch.zeros_like(offsets) if grad is None else grad)
+    return quantities.detach(), torch.stack(jacobians, dim=1)
+
+
+class _PointPass(nn.Module):
+    """The planned quantities of `model` at one point, by one Taylor pass: (1, d) -> (q,)."""
+
+    def __init__(self, model: nn.Module, keys: Sequence[Key], requests: Requests, dim: int):
+        super().__init__()
+        self.model, self.keys = model, list(keys)
+        mixed = {i for pair in requests.mixed for i in pair}
+        wanted = set(requests.first) | set(requests.diagonal) | mixed
+        self.directions = sorted(wanted | (set(range(dim)) if requests.laplacian else set()))
+        diagonal = requests.diagonal or requests.laplacian
+        self.mode = "full" if requests.mixed else ("diagonal" if diagonal else "none")
+
+    def forward(self, point: torch.Tensor) -> torch.Tensor:
+        if not self.directions:
+            value = self.model(point)
+            value = value[:, None] if value.ndim == 1 else value
+            return torch.stack([value[0, key[1]] for key in self.keys])
+        jet = taylor_forward(self.model, point, self.directions, self.mode)
+        at = self.directions.index
+
+        def second(k: int, i: int, j: int) -> torch.Tensor:
+            if self.mode == "full":
+                return jet.second[0, k, at(i), at(j)]
+            return jet.second[0, k, at(i)]
+
+        picked = []
+        for key in self.keys:
+            kind, k = key[0], key[1]
+            if kind == "value":
+                picked.append(jet.value[0, k])
+            elif kind == "first":
+                picked.append(jet.first[0, k, at(key[2])])
+            elif kind == "second":
+                picked.append(second(k, key[2], key[3]))
+            else:
+                picked.append(sum(second(k, i, i) for i in range(point.shape[1])))
+        return torch.stack(picked)
+
+
+def _taylor_quantities(
+    model: nn.Module, theta: dict, x: torch.Tensor, keys, requests: Requests
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(N, q) quantities and (N, q, P) their Jacobians: vmap over points of jacrev of the
+    Taylor pass at one point."""
+    trace_model(model, x[:1])  # traced outside the transforms (the trace is cached per shape)
+    point_pass = _PointPass(model, keys, requests, x.shape[1])
+    names = list(theta)
+
+    def at_point(flat_theta: dict, point: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        state = {f"model.{name}": flat_theta[name] for name in names}
+        out = torch.func.functional_call(point_pass, state, (point[None],))
+        return out, out
+
+    jacobian, value = torch.func.vmap(
+        torch.func.jacrev(at_point, has_aux=True), in_dims=(None, 0)
+    )(theta, x)
+    pieces = [jacobian[name].reshape(x.shape[0], len(keys), -1) for name in names]
+    return value.detach(), torch.cat(pieces, dim=2).detach()
+
+
+# ---- 2. forward mode through the assembly ------------------------------------------------------
+
+
+class _FilledField(Field):
+    """A field holding given quantities (functions of the jvp's tangents), no network call."""
+
+    def __init__(self, x, input_names, output_names, keys, quantities: torch.Tensor):
+        self.f, self.x, self.estimator, self._drawn = None, x, None, None
+        self.requests = Requests()
+        self.input_names, self.output_names = tuple(input_names), tuple(output_names)
+        self._first, self._second, self._laplacians = {}, {}, {}
+        values = {}
+        for c, key in enumerate(keys):
+            column = quantities[:, c]
+            if key[0] == "value":
+                values[key[1]] = column
+            elif key[0] == "first":
+                self._first[(key[1], key[2])] = column
+            elif key[0] == "second":
+                self._second[(key[1], key[2], key[3])] = column
+            else:
+                self._laplacians[key[1]] = column
+        self.values = torch.stack([values[k] for k in range(len(output_names))], dim=1)
+
+    def _first_derivative(self, k: int, i: int) -> torch.Tensor:
+        return self._held(self._first, (k, i))
+
+    def _second_derivative(self, k: int, i: int, j: int, keep_row: bool = True) -> torch.Tensor:
+        return self._held(self._second, (k, min(i, j), max(i, j)))
+
+    def _depends_on_points(self) -> bool:
+        return False
+
+    @staticmethod
+    def _held(cache: dict, key: tuple) -> torch.Tensor:
+        if key not in cache:
+            raise ConfigError(
+                f"the residual asked for derivative {key} (output, inputs) in its Jacobian pass "
+                "but not when its rows were made: a residual must ask the same at every call"
+            )
+        return cache[key]
+
+
+class _Replay:
+    """An engine stand-in handing the assembly its recorded fields, filled, in order."""
+
+    def __init__(self, sites: list, quantities: Sequence[torch.Tensor]):
+        self.sites, self.quantities, self.next = sites, quantities, 0
+
+    def field(self, x, inputs, outputs, site) -> Field:
+        recorded_site, points, input_names, output_names, keys = self.sites[self.next]
+        if site != recorded_site or x.shape != points.shape:
+            raise ConfigError(
+                f"the residual asked for the field at {site!r} where its first pass asked for "
+                f"{recorded_site!r}: a residual must make the same fields at every call"
+            )
+        quantities = self.quantities[self.next]
+        self.next += 1
+        return _FilledField(points, input_names, output_names, keys, quantities)
+
+
+class _Assembly(nn.Module):
+    """The scaled rows as a function of the fields' quantities (and, as its parameters, the
+    problem's unknowns): the problem's residual and conditions on filled fields."""
+
+    def __init__(self, problem: Problem, model, batch: Batch, sites: list, scales: Mapping):
+        super().__init__()
+        self.problem, self.batch, self.sites, self.scales = problem, batch, sites, scales
+        self.network = [model]  # in a list: not a submodule (its parameters are not ours)
+        if problem.attached_unknowns is not None:
+            self.unknowns = problem.attached_unknowns
+
+    def forward(self, quantities: Sequence[torch.Tensor]) -> torch.Tensor:
+        replay = _Replay(self.sites, quantities)
+        vectors = residuals(self.problem, self.network[0], self.batch, replay)
+        return torch.cat([self.scales[name] * vector for name, vector in vectors.items()])
