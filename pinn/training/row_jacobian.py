@@ -221,9 +221,8 @@ def _taylor_quantities(
         out = torch.func.functional_call(point_pass, state, (point[None],))
         return out, out
 
-    jacobian, value = torch.func.vmap(
-        torch.func.jacrev(at_point, has_aux=True), in_dims=(None, 0)
-    )(theta, x)
+    per_point = torch.func.jacrev(at_point, has_aux=True)
+    jacobian, value = torch.func.vmap(per_point, in_dims=(None, 0))(theta, x)
     pieces = [jacobian[name].reshape(x.shape[0], len(keys), -1) for name in names]
     return value.detach(), torch.cat(pieces, dim=2).detach()
 
