@@ -39,8 +39,10 @@ def make(problem, engine, generator, width=8, n_interior=40, n_boundary=32):
     network = MLP(2, len(problem.outputs), width=width, depth=2, generator=generator)
     network = network.double()
     probe = torch.rand(2, 2, dtype=torch.float64, generator=generator)
-    model = network if problem.hard_constraint(probe) is None else HardConstraint(
-        network, problem.hard_constraint
+    model = (
+        network
+        if problem.hard_constraint(probe) is None
+        else HardConstraint(network, problem.hard_constraint)
     )
     if problem.unknowns:
         problem.attach_unknowns(torch.float64, "cpu")
@@ -60,8 +62,9 @@ def reverse_of_every_row(problem, model, batch, engine, weights):
     grads = torch.autograd.grad(
         rows, params, grad_outputs=eye, is_grads_batched=True, allow_unused=True
     )
+    n_rows = rows.numel()
     columns = [
-        torch.zeros(rows.numel(), p.numel(), dtype=rows.dtype) if g is None else g.reshape(rows.numel(), -1)
+        torch.zeros(n_rows, p.numel(), dtype=rows.dtype) if g is None else g.reshape(n_rows, -1)
         for g, p in zip(grads, params)
     ]
     return rows.detach(), torch.cat(columns, dim=1)
