@@ -11,10 +11,12 @@ is called after each accepted step with the parameters at its end and their loss
 
 One iteration: with g = J^T r and A = J^T J, solve the damped normal equations
 (A + mu I) delta = -g for the step; the model of the loss along it, |r + J delta|^2, predicts a
-decrease; the step is taken only if the loss drops, and the gain ratio actual / predicted moves
-mu (Nielsen 1999: mu *= max(1/3, 1 - (2 rho - 1)^3) after a step, doubling factors after each
-refusal, up to `max_tries` refusals in a row, then STALLED). The first mu is `damping` times the
-largest diagonal entry of A.
+decrease; the step is taken only if the loss drops, and the gain ratio rho = actual / predicted
+moves mu as a trust region's radius (after a step: mu / 10 for rho > 0.75, mu for rho > 0.25,
+2 mu below; after a refusal mu times nu, nu doubling with each refusal in a row, Nielsen 1999;
+after `max_tries` refusals in a row, STALLED). The first mu is `damping` times the largest
+diagonal entry of A. `scaling="diagonal"` damps with mu diag(A) instead of mu I (Marquardt's
+scaling, invariant to the parameters' scales; not with the "rows" solver).
 
 Solvers (`solver`): "parameters", Cholesky of the (P, P) matrix A + mu I; "rows", when there are
 fewer rows than parameters, Cholesky of the (R, R) matrix J J^T + mu I, (J J^T + mu I) y = -r,
@@ -72,6 +74,7 @@ class LevenbergMarquardt:
         cg_iterations, cg_tolerance: the conjugate-gradient solve's limits (relative residual).
         world: the processes sharing the rows (one by default).
         dtype: the dtype of the normal equations (float64).
+        scaling: "identity" (mu I) or "diagonal" (mu diag(J^T J)).
     """
 
     def __init__(
@@ -87,11 +90,16 @@ class LevenbergMarquardt:
         cg_tolerance: float = 1e-12,
         world: World | None = None,
         dtype: torch.dtype = torch.float64,
+        scaling: str = "identity",
     ):
         if solver not in SOLVERS:
             raise ConfigError(f"solver={solver!r} is unknown; choose one of {', '.join(SOLVERS)}")
         if not (isinstance(damping, (int, float)) and damping >= 0 and math.isfinite(damping)):
             raise ConfigError(f"damping must be a finite number >= 0, got {damping!r}")
+        if scaling not in ("identity", "diagonal"):
+            raise ConfigError(f"scaling={scaling!r} is unknown; choose identity or diagonal")
+        if solver == "rows" and scaling != "identity":
+            raise ConfigError("solver=rows damps with mu I: use scaling=identity with it")
         self.world = world or World()
         if solver == "rows" and self.world.size > 1:
             raise ConfigError(
@@ -104,11 +112,13 @@ class LevenbergMarquardt:
         self.stall_window, self.stall_decrease = stall_window, stall_decrease
         self.cg_iterations, self.cg_tolerance = cg_iterations, cg_tolerance
         self.dtype = dtype
+        self.scaling = scaling
         self.mu: float | None = None  # set at the first iteration
         self.nu = 2.0  # the factor of mu at the next refusal
         self.iterations = self.evaluations = self.refusals = 0
         self.recent: list[float] = []
-        self.last_solver = ""
+        # Of the last accepted step, to report: its solver, gain ratio and mu.
+        self.last_solver, self.last_gain, self.last_damping = "", math.nan, math.nan
 
     # ---- state ---------------------------------------------------------------------------
 
@@ -176,7 +186,8 @@ class LevenbergMarquardt:
             (new_loss,) = self._average(new_rows.detach().to(self.dtype).square().sum())
             if new_loss.item() < loss.item():  # NaN fails too
                 rho = ((loss - new_loss) / predicted).item()
-                self.mu *= max(1 / 3, 1 - (2 * rho - 1) ** 3)
+                self.last_gain, self.last_damping = rho, self.mu
+                self.mu *= 0.1 if rho > 0.75 else (1.0 if rho > 0.25 else 2.0)
                 self.nu = 2.0
                 self.iterations += 1
                 return new_loss.to(rows.dtype), info
@@ -208,7 +219,7 @@ class LevenbergMarquardt:
         rows, columns = J.shape
         solver = self.solver
         if solver == "auto":
-            if self.world.size == 1 and rows < columns:
+            if self.world.size == 1 and rows < columns and self.scaling == "identity":
                 solver = "rows"
             else:
                 solver = "cg" if columns > self.dense_limit else "parameters"
@@ -222,12 +233,12 @@ class LevenbergMarquardt:
 
     def _solve(self, J, r, g, normal, diagonal) -> torch.Tensor | None:
         """(P,) the step for the current mu; None if the damped matrix is not positive definite."""
-        mu = self.mu
+        mu, scale = self.mu, self._scale(diagonal)
         if self.last_solver == "cg":
             return conjugate_gradient(
-                lambda v: self._average(J.T @ (J @ v))[0] + mu * v,
+                lambda v: self._average(J.T @ (J @ v))[0] + mu * scale * v,
                 -g,
-                diagonal + mu,
+                diagonal + mu * scale,
                 self.cg_iterations,
                 self.cg_tolerance,
             )
@@ -237,8 +248,13 @@ class LevenbergMarquardt:
             y = _cholesky_solve(kernel, -r)
             return None if y is None else J.T @ y
         damped = normal.clone()
-        damped.diagonal().add_(mu)
+        damped.diagonal().add_(mu * scale)
         return _cholesky_solve(damped, -g)
+
+    def _scale(self, diagonal: torch.Tensor) -> torch.Tensor | float:
+        if self.scaling == "identity":
+            return 1.0
+        return diagonal.clamp_min(torch.finfo(self.dtype).eps * diagonal.max())
 
     def _average(self, *tensors: torch.Tensor) -> list[torch.Tensor]:
         """The tensors averaged over the processes (one all-reduce; as they are for one)."""
