@@ -8,7 +8,7 @@ import threading
 import pytest
 import torch
 
-from pinn import ConfigError
+from pinn import ConfigError, loss_terms
 from pinn.derivatives.engines import Engine
 from pinn.geometry import PointSampler
 from pinn.nn import MLP, HardConstraint
@@ -241,3 +241,26 @@ def test_bad_settings_are_refused():
         LevenbergMarquardt([p], damping=-1.0)
     with pytest.raises(ConfigError, match="scaling='log' is unknown"):
         LevenbergMarquardt([p], scaling="log")
+
+
+@pytest.mark.slow
+def test_from_an_adam_start_twenty_iterations_gain_an_order_of_magnitude(generator):
+    """Poisson, 20x3 tanh (921 parameters), 1000 points: 500 Adam steps, then 20 iterations."""
+    problem, model, batch, engine, evaluate = small_pinn(generator, n_points=1000)
+    params = list(model.parameters())
+    adam = torch.optim.Adam(params, lr=1e-3)
+    for _ in range(500):
+        adam.zero_grad()
+        loss_terms(problem, model, batch, engine)["pde"].backward()
+        adam.step()
+    check = torch.rand(4000, 2, dtype=torch.float64, generator=generator)
+    exact = problem.exact(check)
+
+    def rel_l2():
+        with torch.no_grad():
+            return ((model(check)[:, 0] - exact).norm() / exact.norm()).item()
+
+    after_adam = rel_l2()
+    optimizer = LevenbergMarquardt(params)
+    assert optimizer.iterate(evaluate, 20, lambda loss, info: None) == (20, None)
+    assert rel_l2() <= min(1e-3, after_adam / 10), after_adam
