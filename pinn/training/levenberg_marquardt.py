@@ -46,6 +46,7 @@ from typing import Any
 import torch
 
 from pinn.errors import ConfigError
+from pinn.training.damped_solves import cholesky_solve, conjugate_gradient
 from pinn.training.distributed import World
 
 SOLVERS = ("auto", "parameters", "rows", "cg")
@@ -245,11 +246,11 @@ class LevenbergMarquardt:
         if self.last_solver == "rows":
             kernel = J @ J.T
             kernel.diagonal().add_(mu)
-            y = _cholesky_solve(kernel, -r)
+            y = cholesky_solve(kernel, -r)
             return None if y is None else J.T @ y
         damped = normal.clone()
         damped.diagonal().add_(mu * scale)
-        return _cholesky_solve(damped, -g)
+        return cholesky_solve(damped, -g)
 
     def _scale(self, diagonal: torch.Tensor) -> torch.Tensor | float:
         if self.scaling == "identity":
@@ -273,41 +274,3 @@ class LevenbergMarquardt:
             for p in self.params:
                 p.copy_(flat[offset : offset + p.numel()].view_as(p))
                 offset += p.numel()
-
-
-def _cholesky_solve(matrix: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor | None:
-    """matrix^-1 rhs by Cholesky; None when the matrix is not positive definite."""
-    factor, info = torch.linalg.cholesky_ex(matrix)
-    if info.item() != 0:
-        return None
-    return torch.cholesky_solve(rhs[:, None], factor)[:, 0]
-
-
-def conjugate_gradient(
-    apply: Callable[[torch.Tensor], torch.Tensor],
-    rhs: torch.Tensor,
-    preconditioner: torch.Tensor,
-    iterations: int,
-    tolerance: float,
-) -> torch.Tensor:
-    """(P,) x with apply(x) = rhs for a symmetric positive definite `apply`, by preconditioned
-    conjugate gradients from x = 0; `preconditioner` (P,) approximates apply's diagonal. Stops
-    when |rhs - apply(x)| <= tolerance |rhs| or after `iterations` products."""
-    x = torch.zeros_like(rhs)
-    residual = rhs.clone()
-    inverse = 1.0 / preconditioner.clamp_min(torch.finfo(rhs.dtype).tiny)
-    z = inverse * residual
-    direction = z.clone()
-    rz = residual.dot(z)
-    target = tolerance * rhs.norm()
-    for _ in range(iterations):
-        if residual.norm() <= target:
-            break
-        product = apply(direction)
-        alpha = rz / direction.dot(product)
-        x += alpha * direction
-        residual -= alpha * product
-        z = inverse * residual
-        rz, previous = residual.dot(z), rz
-        direction = z + (rz / previous) * direction
-    return x
