@@ -71,7 +71,8 @@ def autograd_quantities(
     shapes = [theta[name].shape for name in names]
     sizes = [theta[name].numel() for name in names]
     base = torch.cat([theta[name].reshape(-1) for name in names])
-    offsets = torch.zeros(x.shape[0], base.numel(), dtype=base.dtype, requires_grad=True)
+    offsets = torch.zeros(x.shape[0], base.numel(), dtype=base.dtype, device=base.device)
+    offsets.requires_grad_(True)
 
     def at_point(offset: torch.Tensor, point: torch.Tensor) -> torch.Tensor:
         pieces = (base + offset).split(sizes)

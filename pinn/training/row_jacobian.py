@@ -65,9 +65,12 @@ def row_jacobian(
             value, jac = autograd_quantities(model, names, theta, x, field, keys)
         sites.append((site, x, field.input_names, field.output_names, keys))
         values.append(value)
-        pad = jac.new_zeros(*jac.shape[:2], n_columns - n_model)  # the unknowns' columns
-        tangents.append(torch.cat([jac, pad], dim=2))
-    unknown_tangent = torch.zeros(len(unknown_values), n_columns, dtype=theta[names[0]].dtype)
+        # (P + unknowns, N, q): each chunk of directions a contiguous block.
+        tangent = jac.new_zeros(n_columns, *jac.shape[:2])
+        tangent[:n_model] = jac.permute(2, 0, 1)
+        tangents.append(tangent)
+    like = dict(dtype=theta[names[0]].dtype, device=theta[names[0]].device)
+    unknown_tangent = torch.zeros(len(unknown_values), n_columns, **like)
     for i in range(len(unknown_values)):
         unknown_tangent[i, n_model + i] = 1.0
     assembly = _Assembly(problem, model, batch, sites, scales)
@@ -85,12 +88,10 @@ def row_jacobian(
     columns = []
     for start in range(0, n_columns, chunk):
         part = slice(start, start + chunk)
-        quantity_tangents = tuple(t[..., part] for t in tangents)
+        quantity_tangents = tuple(t[part] for t in tangents)
         scalar_tangents = tuple(unknown_tangent[i, part] for i in range(len(unknown_values)))
-        columns.append(
-            torch.func.vmap(pushed, in_dims=-1, out_dims=-1)(quantity_tangents, scalar_tangents)
-        )
-    return torch.cat(columns, dim=1)
+        columns.append(torch.func.vmap(pushed)(quantity_tangents, scalar_tangents))
+    return torch.cat(columns).T
 
 
 # ---- forward mode through the assembly ----------------------------------------------------------
