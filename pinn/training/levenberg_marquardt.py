@@ -1,13 +1,21 @@
 """Levenberg-Marquardt: damped Gauss-Newton steps on a sum of squares of residual rows.
 
-    optimizer = LevenbergMarquardt(parameters, solver="auto")
+    rows_of = ResidualRows(problem, model, engine, weights)     # pinn.training.residual_rows
+
+    def evaluate(jacobian):
+        rows = rows_of(batch, jacobian)
+        return rows.values, rows.jacobian, rows.terms
+
+    optimizer = LevenbergMarquardt(parameters(model, problem), world=world)
     done, why = optimizer.iterate(evaluate, 20, on_iteration)
 
 `evaluate(jacobian)` returns `(rows, J, info)` at the parameters' current values: this
 process's (R,) residual rows, their (R, P) Jacobian with respect to the flat parameters (None
 when `jacobian` is False) and what to report with them (`ResidualRows` gives all three). The
 loss is sum(rows**2), averaged over the processes (`World.average_`). `on_iteration(loss, info)`
-is called after each accepted step with the parameters at its end and their loss.
+is called after each accepted step with the parameters at its end, their loss (over all
+processes) and the `info` of that evaluation (this process's: a phase averages per-term values
+itself, as `World.average_loss` does, before writing its history row).
 
 One iteration: with g = J^T r and A = J^T J, solve the damped normal equations
 (A + mu I) delta = -g for the step; the model of the loss along it, |r + J delta|^2, predicts a

@@ -63,7 +63,8 @@ from pinn.training.row_jacobian import Recording, row_jacobian
 
 @dataclass
 class Rows:
-    """The residual rows of one batch (this process's points).
+    """The residual rows of one batch: this process's points, scaled by its own counts, so the
+    loss over N processes with equal shares is the average of their `loss`es.
 
     values: (R,) the scaled rows, detached; sum(values**2) is the weighted loss.
     terms: {term: 0-d mean square of its residuals}, unweighted, as `loss_terms` gives them.

@@ -142,6 +142,11 @@ def test_a_resumed_optimizer_continues_bit_identically():
     resumed.iterate(rosenbrock(resumed_p), 5, lambda loss, info: None)
     assert torch.equal(resumed_p, straight)
     assert resumed.state_dict() == whole.state_dict()
+    alone = torch.tensor([-1.2, 1.0], dtype=torch.float64)  # a world of one: the same steps
+    LevenbergMarquardt([alone], damping=1e-3, world=World(0, 1)).iterate(
+        rosenbrock(alone), 10, lambda loss, info: None
+    )
+    assert torch.equal(alone, straight)
 
 
 class ThreadWorld(World):
