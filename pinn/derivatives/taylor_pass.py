@@ -185,11 +185,20 @@ def _output_terms(output: object, x: Tensor, first: Tensor, order: Order) -> Ter
     value = value.clone() if value is x else value
     out_first = out_first.expand(out_first.shape[0], *value.shape)
     # (Compiled, always a copy: a traced graph cannot compare data pointers; the copy fuses.)
-    aliased = not validating() or out_first.data_ptr() == first.data_ptr()
+    aliased = not validating() or _same_memory(out_first, first)
     out_first = out_first.clone() if aliased else out_first
     if second is None:
         second = value.new_zeros(order.rows, *value.shape)
     return Terms(value, out_first, second)
+
+
+def _same_memory(a: Tensor, b: Tensor) -> bool:
+    """Whether a and b start at the same memory; True for tensors under a torch.func transform
+    (vmap, jacrev: they have no storage to compare), which are then copied, as compiled."""
+    try:
+        return a.data_ptr() == b.data_ptr()
+    except RuntimeError:  # "Cannot access data pointer of Tensor that doesn't have storage"
+        return True
 
 
 # ---- tracing ------------------------------------------------------------------------------

@@ -23,6 +23,19 @@ def loss_terms(
     field at every boundary point and `field_at`, which makes fields elsewhere (a periodic
     condition's opposite face) through the same engine, one planning site each.
     """
+    return {
+        name: _mean_square(value)
+        for name, value in residuals(problem, model, batch, engine).items()
+    }
+
+
+def residuals(
+    problem: Problem, model: Model, batch: Batch, engine: Engine | None = None
+) -> dict[str, torch.Tensor]:
+    """The residual vectors whose mean squares are `loss_terms`: {term: (n_term,) residual}.
+
+    What a least-squares method (Gauss-Newton) takes as rows; arguments as for `loss_terms`.
+    """
     engine = engine or Engine("autograd", model, announce=False)
 
     def field_at(points: torch.Tensor, site: str) -> Field:
@@ -34,9 +47,9 @@ def loss_terms(
     else:  # the eager first step has checked it; a compiled step only computes
         residual = problem.residual(interior.x, interior)
     if isinstance(residual, Mapping):
-        terms = {f"pde_{key}": _mean_square(value) for key, value in residual.items()}
+        terms = {f"pde_{key}": value for key, value in residual.items()}
     else:
-        terms = {"pde": _mean_square(residual)}
+        terms = {"pde": residual}
     if problem.conditions:
         # One field at every boundary point, shared by the conditions (each masks its own).
         boundary = field_at(batch.boundary.points, "boundary")
@@ -49,7 +62,7 @@ def loss_terms(
             residual = condition.residual(boundary, batch.boundary, field_at)
             if validating():
                 _check_condition_residual(condition.name, residual)
-            terms[condition.name] = _mean_square(residual)
+            terms[condition.name] = residual
     return terms
 
 

@@ -8,6 +8,8 @@
                                                        holds), what fit returns
     World, rank_seed                                   data-parallel processes (torchrun)
     LBFGS                                              pinn's L-BFGS (strong Wolfe line search)
+    LevenbergMarquardt, ResidualRows                   damped Gauss-Newton on the loss's
+                                                       residual rows and their Jacobian
     LossWeights, WEIGHTINGS                            fixed or adaptive (LRA) term weights
     save_checkpoint, load_checkpoint                   atomic checkpoint files
     HistoryCSV, HistoryFile                            history.csv, written as a run goes
@@ -25,7 +27,9 @@ from pinn.training.checkpoint import CHECKPOINT_NAME, load_checkpoint, save_chec
 from pinn.training.distributed import World, rank_seed
 from pinn.training.history import HISTORY_NAME, HistoryCSV, HistoryFile
 from pinn.training.lbfgs import LBFGS
+from pinn.training.levenberg_marquardt import LevenbergMarquardt
 from pinn.training.loop import fit
+from pinn.training.residual_rows import ResidualRows, Rows
 from pinn.training.settings import TrainSettings
 from pinn.training.state import FitResult, RunState
 from pinn.training.weighting import WEIGHTINGS, LossWeights
@@ -39,7 +43,10 @@ __all__ = [
     "HistoryCSV",
     "HistoryFile",
     "LBFGS",
+    "LevenbergMarquardt",
     "LossWeights",
+    "ResidualRows",
+    "Rows",
     "RunState",
     "TrainSettings",
     "World",

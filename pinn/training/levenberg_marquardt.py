@@ -1,0 +1,284 @@
+"""Levenberg-Marquardt: damped Gauss-Newton steps on a sum of squares of residual rows.
+
+    rows_of = ResidualRows(problem, model, engine, weights)     # pinn.training.residual_rows
+
+    def evaluate(jacobian):
+        rows = rows_of(batch, jacobian)
+        return rows.values, rows.jacobian, rows.terms
+
+    optimizer = LevenbergMarquardt(parameters(model, problem), world=world)
+    done, why = optimizer.iterate(evaluate, 20, on_iteration)
+
+`evaluate(jacobian)` returns `(rows, J, info)` at the parameters' current values: this
+process's (R,) residual rows, their (R, P) Jacobian with respect to the flat parameters (None
+when `jacobian` is False) and what to report with them (`ResidualRows` gives all three). The
+loss is sum(rows**2), averaged over the processes (`World.average_`). `on_iteration(loss, info)`
+is called after each accepted step with the parameters at its end, their loss (over all
+processes) and the `info` of that evaluation (this process's: a phase averages per-term values
+itself, as `World.average_loss` does, before writing its history row).
+
+One iteration: with g = J^T r and A = J^T J, solve the damped normal equations
+(A + mu I) delta = -g for the step; the model of the loss along it, |r + J delta|^2, predicts a
+decrease; the step is taken only if the loss drops, and the gain ratio rho = actual / predicted
+moves mu as a trust region's radius (after a step: mu / 10 for rho > 0.75, mu for rho > 0.25,
+2 mu below; after a refusal mu times nu, nu doubling with each refusal in a row, Nielsen 1999;
+after `max_tries` refusals in a row, STALLED). The first mu is `damping` times the largest
+diagonal entry of A. `scaling="diagonal"` damps with mu diag(A) instead of mu I (Marquardt's
+scaling, invariant to the parameters' scales; not with the "rows" solver).
+
+Solvers (`solver`): "parameters", Cholesky of the (P, P) matrix A + mu I; "rows", when there are
+fewer rows than parameters, Cholesky of the (R, R) matrix J J^T + mu I, (J J^T + mu I) y = -r,
+delta = J^T y (the same step: (J^T J + mu I) J^T = J^T (J J^T + mu I)); "cg", conjugate
+gradients with a Jacobi preconditioner on v -> J^T (J v) + mu v, which never forms a P x P or
+R x R matrix (for networks too large for A). "auto": "rows" when R < P on one process, "cg"
+above `dense_limit` parameters, else "parameters". Under torchrun every reduction (J^T J, J^T r,
+the losses, each conjugate-gradient product) goes through `world.average_`, so N processes with
+equal shares of the rows take the step one process with all of them would; with N = 1 it is the
+plain computation. "rows" needs every row in one place: one process only.
+
+Precision: rows, Jacobian and normal equations are computed in `dtype` (float64 by default).
+A float32 model's rows and Jacobian are cast up, the equations solved in float64, and the step
+rounded to float32 when added: the loss then stops where float32 rows stop (about 1e-7 of the
+residual's scale), orders of magnitude above a float64 run's floor.
+
+`state_dict` holds mu, the factor of the next refusal and the counters: a resumed run takes the
+same steps.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import torch
+
+from pinn.errors import ConfigError
+from pinn.training.damped_solves import cholesky_solve, conjugate_gradient
+from pinn.training.distributed import World
+
+SOLVERS = ("auto", "parameters", "rows", "cg")
+STALLED = "no damping gave a step that lowers the loss"
+
+# evaluate(jacobian) -> (rows (R,), J (R, P) or None, info), at the current parameters.
+Evaluate = Callable[[bool], tuple[torch.Tensor, "torch.Tensor | None", Any]]
+
+
+def plateau_reason(window: int, decrease: float) -> str:
+    """Why `iterate` stopped on a plateau."""
+    return f"the last {window} iterations lowered the loss by less than {decrease:g} of it"
+
+
+class LevenbergMarquardt:
+    """Levenberg-Marquardt over `params`, one `iterate` call per chunk of iterations.
+
+    Args:
+        params: the tensors to optimise, in the order of the Jacobian's columns.
+        damping: the first mu, relative to the largest diagonal entry of J^T J.
+        solver: one of `SOLVERS`.
+        max_tries: refused steps in a row (each raising mu) before STALLED.
+        stall_window, stall_decrease: stop once the last `stall_window` iterations together
+            lowered the loss by less than `stall_decrease` of it (0 = never).
+        dense_limit: "auto" switches to "cg" above this many parameters.
+        cg_iterations, cg_tolerance: the conjugate-gradient solve's limits (relative residual).
+        world: the processes sharing the rows (one by default).
+        dtype: the dtype of the normal equations (float64).
+        scaling: "identity" (mu I) or "diagonal" (mu diag(J^T J)).
+    """
+
+    def __init__(
+        self,
+        params: Iterable[torch.Tensor],
+        damping: float = 1e-3,
+        solver: str = "auto",
+        max_tries: int = 10,
+        stall_window: int = 0,
+        stall_decrease: float = 0.0,
+        dense_limit: int = 6000,
+        cg_iterations: int = 500,
+        cg_tolerance: float = 1e-12,
+        world: World | None = None,
+        dtype: torch.dtype = torch.float64,
+        scaling: str = "identity",
+    ):
+        if solver not in SOLVERS:
+            raise ConfigError(f"solver={solver!r} is unknown; choose one of {', '.join(SOLVERS)}")
+        if not (isinstance(damping, (int, float)) and damping >= 0 and math.isfinite(damping)):
+            raise ConfigError(f"damping must be a finite number >= 0, got {damping!r}")
+        if scaling not in ("identity", "diagonal"):
+            raise ConfigError(f"scaling={scaling!r} is unknown; choose identity or diagonal")
+        if solver == "rows" and scaling != "identity":
+            raise ConfigError("solver=rows damps with mu I: use scaling=identity with it")
+        self.world = world or World()
+        if solver == "rows" and self.world.size > 1:
+            raise ConfigError(
+                "solver=rows needs every row on one process; under torchrun use "
+                "solver=parameters, cg or auto"
+            )
+        self.params = list(params)
+        self.relative_damping, self.solver = float(damping), solver
+        self.max_tries, self.dense_limit = max_tries, dense_limit
+        self.stall_window, self.stall_decrease = stall_window, stall_decrease
+        self.cg_iterations, self.cg_tolerance = cg_iterations, cg_tolerance
+        self.dtype = dtype
+        self.scaling = scaling
+        self.mu: float | None = None  # set at the first iteration
+        self.nu = 2.0  # the factor of mu at the next refusal
+        self.iterations = self.evaluations = self.refusals = 0
+        self.recent: list[float] = []
+        # Of the last accepted step, to report: its solver, gain ratio and mu.
+        self.last_solver, self.last_gain, self.last_damping = "", math.nan, math.nan
+
+    # ---- state ---------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "mu": self.mu,
+            "nu": self.nu,
+            "iterations": self.iterations,
+            "evaluations": self.evaluations,
+            "refusals": self.refusals,
+            "recent": list(self.recent),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.mu, self.nu = state["mu"], state["nu"]
+        self.iterations, self.evaluations = state["iterations"], state["evaluations"]
+        self.refusals, self.recent = state["refusals"], list(state["recent"])
+
+    # ---- iterations ----------------------------------------------------------------------
+
+    def iterate(
+        self,
+        evaluate: Evaluate,
+        max_iter: int,
+        on_iteration: Callable[[torch.Tensor, Any], None],
+        stop: Callable[[], bool] | None = None,
+    ) -> tuple[int, str | None]:
+        """Run up to `max_iter` iterations; returns (iterations done, why it must stop).
+
+        The reason is STALLED (no damping lowered the loss; the parameters stay where they
+        were), a plateau (`plateau_reason`) or None. `stop()`, asked after each iteration,
+        ends the chunk early (reason None).
+        """
+        for done in range(max_iter):
+            accepted = self.step(evaluate)
+            if accepted is None:
+                return done, STALLED
+            loss, info = accepted
+            on_iteration(loss, info)
+            why = self._plateau(loss.item())
+            if why is not None or (stop is not None and stop()):
+                return done + 1, why
+        return max_iter, None
+
+    def step(self, evaluate: Evaluate) -> tuple[torch.Tensor, Any] | None:
+        """One iteration: (the new loss, its info), or None when every try was refused."""
+        rows, jacobian, _ = evaluate(True)
+        self.evaluations += 1
+        r, J = rows.detach().to(self.dtype), jacobian.detach().to(self.dtype)
+        g, loss = self._average(J.T @ r, r.dot(r))
+        diagonal = self._average((J * J).sum(dim=0))[0]
+        if self.mu is None:
+            self.mu = self.relative_damping * diagonal.max().item()
+        normal = self._normal_matrix(J) if self._solver(J) == "parameters" else None
+        start = self._flat_params()
+        for _ in range(self.max_tries + 1):
+            delta = self._solve(J, r, g, normal, diagonal)
+            if delta is None:  # the damped matrix was not positive definite: damp more
+                self._refuse(diagonal)
+                continue
+            predicted = -(2 * g.dot(delta) + self._average((J @ delta).square().sum())[0])
+            self._set_params(start + delta)
+            new_rows, _, info = evaluate(False)
+            self.evaluations += 1
+            (new_loss,) = self._average(new_rows.detach().to(self.dtype).square().sum())
+            if new_loss.item() < loss.item():  # NaN fails too
+                rho = ((loss - new_loss) / predicted).item()
+                self.last_gain, self.last_damping = rho, self.mu
+                self.mu *= 0.1 if rho > 0.75 else (1.0 if rho > 0.25 else 2.0)
+                self.nu = 2.0
+                self.iterations += 1
+                return new_loss.to(rows.dtype), info
+            self._set_params(start)
+            self._refuse(diagonal)
+        return None
+
+    def _refuse(self, diagonal: torch.Tensor) -> None:
+        """Raise mu after a refused step (from a floor, should mu be 0)."""
+        self.refusals += 1
+        floor = torch.finfo(self.dtype).eps * max(diagonal.max().item(), 1e-300)
+        self.mu = max(self.mu * self.nu, floor)
+        self.nu *= 2
+
+    def _plateau(self, loss: float) -> str | None:
+        if self.stall_window <= 0:
+            return None
+        self.recent = [*self.recent, loss][-(self.stall_window + 1) :]
+        first = self.recent[0]
+        full = len(self.recent) > self.stall_window
+        if full and first - loss < self.stall_decrease * abs(first):
+            return plateau_reason(self.stall_window, self.stall_decrease)
+        return None
+
+    # ---- the damped normal equations ----------------------------------------------------------
+
+    def _solver(self, J: torch.Tensor) -> str:
+        """The solver this iteration uses (the setting, or what "auto" picks by size)."""
+        rows, columns = J.shape
+        solver = self.solver
+        if solver == "auto":
+            if self.world.size == 1 and rows < columns and self.scaling == "identity":
+                solver = "rows"
+            else:
+                solver = "cg" if columns > self.dense_limit else "parameters"
+        self.last_solver = solver
+        return solver
+
+    def _normal_matrix(self, J: torch.Tensor) -> torch.Tensor:
+        """(P, P) J^T J over every process's rows."""
+        (normal,) = self._average(J.T @ J)
+        return normal
+
+    def _solve(self, J, r, g, normal, diagonal) -> torch.Tensor | None:
+        """(P,) the step for the current mu; None if the damped matrix is not positive definite."""
+        mu, scale = self.mu, self._scale(diagonal)
+        if self.last_solver == "cg":
+            return conjugate_gradient(
+                lambda v: self._average(J.T @ (J @ v))[0] + mu * scale * v,
+                -g,
+                diagonal + mu * scale,
+                self.cg_iterations,
+                self.cg_tolerance,
+            )
+        if self.last_solver == "rows":
+            kernel = J @ J.T
+            kernel.diagonal().add_(mu)
+            y = cholesky_solve(kernel, -r)
+            return None if y is None else J.T @ y
+        damped = normal.clone()
+        damped.diagonal().add_(mu * scale)
+        return cholesky_solve(damped, -g)
+
+    def _scale(self, diagonal: torch.Tensor) -> torch.Tensor | float:
+        if self.scaling == "identity":
+            return 1.0
+        return diagonal.clamp_min(torch.finfo(self.dtype).eps * diagonal.max())
+
+    def _average(self, *tensors: torch.Tensor) -> list[torch.Tensor]:
+        """The tensors averaged over the processes (one all-reduce; as they are for one)."""
+        tensors = [t.clone() if self.world.size > 1 else t for t in tensors]
+        self.world.average_(tensors)
+        return tensors
+
+    # ---- parameters ----------------------------------------------------------------------
+
+    def _flat_params(self) -> torch.Tensor:
+        return torch.cat([p.detach().reshape(-1).to(self.dtype) for p in self.params])
+
+    def _set_params(self, flat: torch.Tensor) -> None:
+        offset = 0
+        with torch.no_grad():
+            for p in self.params:
+                p.copy_(flat[offset : offset + p.numel()].view_as(p))
+                offset += p.numel()

@@ -1,0 +1,271 @@
+"""Levenberg-Marquardt: one undamped step solves linear least squares; Rosenbrock's and a small
+PINN's steps agree with a dense torch.func reference; the three solvers give one step; resumed
+state continues bit-identically; two processes' averaged reductions take the single process's
+step; float32 models; refused settings."""
+
+import threading
+
+import pytest
+import torch
+
+from pinn import ConfigError, loss_terms
+from pinn.derivatives.engines import Engine
+from pinn.geometry import PointSampler
+from pinn.nn import MLP, HardConstraint
+from pinn.problems.poisson import Poisson
+from pinn.training.distributed import World
+from pinn.training.levenberg_marquardt import STALLED, LevenbergMarquardt, plateau_reason
+from pinn.training.residual_rows import ResidualRows
+
+
+def linear(matrix, target, x):
+    """evaluate() of the rows matrix @ x - target."""
+
+    def evaluate(jacobian):
+        return matrix @ x - target, matrix if jacobian else None, {}
+
+    return evaluate
+
+
+def rosenbrock_rows(p):
+    return torch.stack([10 * (p[1] - p[0] ** 2), 1 - p[0]])
+
+
+def rosenbrock(p):
+    def evaluate(jacobian):
+        rows = rosenbrock_rows(p.detach())
+        return rows, torch.func.jacrev(rosenbrock_rows)(p.detach()) if jacobian else None, {}
+
+    return evaluate
+
+
+def test_one_undamped_step_lands_on_the_least_squares_solution(generator):
+    matrix = torch.randn(50, 8, dtype=torch.float64, generator=generator)
+    target = torch.randn(50, dtype=torch.float64, generator=generator)
+    solution = torch.linalg.lstsq(matrix, target[:, None]).solution[:, 0]
+    for solver in ("parameters", "cg"):
+        x = torch.zeros(8, dtype=torch.float64)
+        optimizer = LevenbergMarquardt([x], damping=0.0, solver=solver)
+        assert optimizer.step(linear(matrix, target, x)) is not None
+        assert (x - solution).abs().max().item() <= 1e-10, solver
+    # Fewer rows than unknowns: the row-space step is the minimum-norm solution.
+    wide = torch.randn(6, 20, dtype=torch.float64, generator=generator)
+    x = torch.zeros(20, dtype=torch.float64)
+    optimizer = LevenbergMarquardt([x], damping=0.0, solver="auto")
+    optimizer.step(linear(wide, target[:6], x))
+    assert optimizer.last_solver == "rows"
+    assert (x - torch.linalg.pinv(wide) @ target[:6]).abs().max().item() <= 1e-10
+
+
+def dense_reference_step(rows, jacobian, mu):
+    """The Levenberg-Marquardt step written out: (J^T J + mu I) delta = -J^T r."""
+    normal = jacobian.T @ jacobian + mu * torch.eye(jacobian.shape[1], dtype=jacobian.dtype)
+    return torch.linalg.solve(normal, -jacobian.T @ rows)
+
+
+def test_rosenbrock_steps_agree_with_the_dense_reference():
+    p = torch.tensor([-1.2, 1.0], dtype=torch.float64)
+    optimizer = LevenbergMarquardt([p], damping=1e-3)
+    for _ in range(40):
+        start = p.clone()
+        rows, jacobian = rosenbrock_rows(start), torch.func.jacrev(rosenbrock_rows)(start)
+        if optimizer.step(rosenbrock(p)) is None:
+            break
+        expected = start + dense_reference_step(rows, jacobian, optimizer.last_damping)
+        assert (p - expected).abs().max().item() <= 1e-12
+    assert (p - 1).abs().max().item() <= 1e-10  # the minimum (1, 1)
+    assert optimizer.iterations < 40
+
+
+def small_pinn(generator, n_points=300):
+    problem = Poisson()
+    network = MLP(2, 1, width=20, depth=3, generator=generator).double()
+    model = HardConstraint(network, problem.hard_constraint)
+    points = PointSampler(problem.domain, n_points, 4, "sobol", generator, dtype=torch.float64)
+    batch = points.draw()
+    engine = Engine("taylor", model, probe=batch.interior[:2], announce=False)
+    rows_of = ResidualRows(problem, model, engine)
+
+    def evaluate(jacobian):
+        rows = rows_of(batch, jacobian)
+        return rows.values, rows.jacobian, rows.terms
+
+    return problem, model, batch, engine, evaluate
+
+
+def test_a_small_pinn_steps_as_the_dense_reference(generator):
+    problem, model, batch, engine, evaluate = small_pinn(generator)
+    params = list(model.parameters())
+    assert sum(p.numel() for p in params) == 921
+    optimizer = LevenbergMarquardt(params, damping=1e-3, solver="parameters")
+    losses = []
+    for _ in range(3):
+        start = torch.cat([p.detach().flatten() for p in params])
+        rows, jacobian, _ = evaluate(True)
+        loss, terms = optimizer.step(evaluate)
+        losses.append(loss.item())
+        expected = start + dense_reference_step(rows, jacobian, optimizer.last_damping)
+        after = torch.cat([p.detach().flatten() for p in params])
+        assert (after - expected).abs().max().item() <= 1e-9 * expected.abs().max().item()
+        assert loss.item() == pytest.approx(terms["pde"].item(), rel=1e-12)
+    assert losses[0] > losses[1] > losses[2]
+
+
+@pytest.mark.parametrize("rows, columns", [(30, 60), (80, 25)])
+def test_the_three_solvers_take_the_same_step(rows, columns, generator):
+    matrix = torch.randn(rows, columns, dtype=torch.float64, generator=generator)
+    target = torch.randn(rows, dtype=torch.float64, generator=generator)
+    steps = {}
+    for solver in ("parameters", "rows", "cg"):
+        x = torch.zeros(columns, dtype=torch.float64)
+        optimizer = LevenbergMarquardt([x], damping=1e-2, solver=solver)
+        optimizer.step(linear(matrix, target, x))
+        assert optimizer.last_solver == solver
+        steps[solver] = x
+    scale = steps["parameters"].abs().max().item()
+    assert (steps["rows"] - steps["parameters"]).abs().max().item() <= 1e-8 * scale
+    assert (steps["cg"] - steps["parameters"]).abs().max().item() <= 1e-8 * scale
+
+
+def test_a_resumed_optimizer_continues_bit_identically():
+    straight = torch.tensor([-1.2, 1.0], dtype=torch.float64)
+    whole = LevenbergMarquardt([straight], damping=1e-3)
+    whole.iterate(rosenbrock(straight), 10, lambda loss, info: None)
+
+    p = torch.tensor([-1.2, 1.0], dtype=torch.float64)
+    first = LevenbergMarquardt([p], damping=1e-3)
+    first.iterate(rosenbrock(p), 5, lambda loss, info: None)
+    saved, saved_p = first.state_dict(), p.clone()
+    resumed_p = saved_p.clone()
+    resumed = LevenbergMarquardt([resumed_p], damping=1e-3)
+    resumed.load_state_dict(saved)
+    resumed.iterate(rosenbrock(resumed_p), 5, lambda loss, info: None)
+    assert torch.equal(resumed_p, straight)
+    assert resumed.state_dict() == whole.state_dict()
+    alone = torch.tensor([-1.2, 1.0], dtype=torch.float64)  # a world of one: the same steps
+    LevenbergMarquardt([alone], damping=1e-3, world=World(0, 1)).iterate(
+        rosenbrock(alone), 10, lambda loss, info: None
+    )
+    assert torch.equal(alone, straight)
+
+
+class ThreadWorld(World):
+    """Two "processes" as two threads of one process, averaging through shared slots."""
+
+    def __init__(self, rank: int, exchange: dict):
+        object.__setattr__(self, "rank", rank)
+        object.__setattr__(self, "size", 2)
+        object.__setattr__(self, "exchange", exchange)
+
+    def average_(self, tensors):
+        exchange = self.exchange
+        exchange[self.rank] = [t.detach().clone() for t in tensors]
+        exchange["barrier"].wait()
+        for k, tensor in enumerate(tensors):
+            tensor.detach().copy_((exchange[0][k] + exchange[1][k]) / 2)
+        exchange["barrier"].wait()
+
+
+@pytest.mark.parametrize("solver", ["parameters", "cg"])
+def test_two_processes_take_the_single_process_steps(solver, generator):
+    """Each half of the rows, scaled for its own count (sqrt 2 more), on its own process:
+    the averaged J^T J, J^T r and losses are the single process's, and so are the steps."""
+    centres = torch.linspace(0, 1, 40, dtype=torch.float64)
+    observed = torch.exp(-3 * centres) + 0.5 * centres
+
+    def rows_at(p, part, scale):
+        return scale * (
+            p[0] * torch.exp(p[1] * centres[part]) + p[2] * centres[part] - observed[part]
+        )
+
+    def evaluate_for(p, part, scale):
+        def evaluate(jacobian):
+            rows = rows_at(p.detach(), part, scale)
+            J = torch.func.jacrev(lambda q: rows_at(q, part, scale))(p.detach())
+            return rows, J if jacobian else None, {}
+
+        return evaluate
+
+    start = torch.tensor([0.5, -1.0, 0.0], dtype=torch.float64)
+    single = start.clone()
+    whole = slice(None)
+    LevenbergMarquardt([single], solver=solver).iterate(
+        evaluate_for(single, whole, 1.0), 6, lambda loss, info: None
+    )
+
+    exchange = {"barrier": threading.Barrier(2)}
+    halves = [start.clone(), start.clone()]
+    losses = [[], []]
+
+    def run(rank):
+        p, part = halves[rank], slice(rank * 20, (rank + 1) * 20)
+        optimizer = LevenbergMarquardt([p], solver=solver, world=ThreadWorld(rank, exchange))
+        optimizer.iterate(
+            evaluate_for(p, part, 2**0.5), 6, lambda loss, info: losses[rank].append(loss.item())
+        )
+
+    threads = [threading.Thread(target=run, args=(rank,)) for rank in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert torch.equal(halves[0], halves[1])  # every process holds the same parameters
+    assert (halves[0] - single).abs().max().item() <= 1e-12
+    assert len(losses[0]) == 6 and losses[0] == losses[1]
+
+
+def test_a_float32_model_is_solved_in_float64_and_stays_float32(generator):
+    matrix = torch.randn(50, 8, dtype=torch.float64, generator=generator)
+    target = torch.randn(50, dtype=torch.float64, generator=generator)
+    solution = torch.linalg.lstsq(matrix, target[:, None]).solution[:, 0]
+    x = torch.zeros(8, dtype=torch.float32)
+    optimizer = LevenbergMarquardt([x], damping=0.0)
+    optimizer.step(linear(matrix.float(), target.float(), x))
+    assert x.dtype == torch.float32
+    assert (x.double() - solution).abs().max().item() <= 1e-5
+
+
+def test_stop_reasons_stall_and_plateau():
+    p = torch.tensor([1.0, 1.0], dtype=torch.float64)  # the minimum: no step lowers the loss
+    optimizer = LevenbergMarquardt([p], damping=1e-3, max_tries=3)
+    assert optimizer.iterate(rosenbrock(p), 5, lambda loss, info: None) == (0, STALLED)
+    assert torch.equal(p, torch.tensor([1.0, 1.0], dtype=torch.float64))
+    p = torch.tensor([-1.2, 1.0], dtype=torch.float64)
+    optimizer = LevenbergMarquardt([p], damping=1e-3, stall_window=2, stall_decrease=0.999999)
+    done, why = optimizer.iterate(rosenbrock(p), 50, lambda loss, info: None)
+    assert why == plateau_reason(2, 0.999999) and done < 50
+
+
+def test_bad_settings_are_refused():
+    p = torch.zeros(2)
+    with pytest.raises(ConfigError, match="solver='qr' is unknown; choose one of auto"):
+        LevenbergMarquardt([p], solver="qr")
+    with pytest.raises(ConfigError, match="solver=rows needs every row on one process"):
+        LevenbergMarquardt([p], solver="rows", world=World(0, 2))
+    with pytest.raises(ConfigError, match="damping must be a finite number >= 0"):
+        LevenbergMarquardt([p], damping=-1.0)
+    with pytest.raises(ConfigError, match="scaling='log' is unknown"):
+        LevenbergMarquardt([p], scaling="log")
+
+
+@pytest.mark.slow
+def test_from_an_adam_start_twenty_iterations_gain_an_order_of_magnitude(generator):
+    """Poisson, 20x3 tanh (921 parameters), 1000 points: 500 Adam steps, then 20 iterations."""
+    problem, model, batch, engine, evaluate = small_pinn(generator, n_points=1000)
+    params = list(model.parameters())
+    adam = torch.optim.Adam(params, lr=1e-3)
+    for _ in range(500):
+        adam.zero_grad()
+        loss_terms(problem, model, batch, engine)["pde"].backward()
+        adam.step()
+    check = torch.rand(4000, 2, dtype=torch.float64, generator=generator)
+    exact = problem.exact(check)
+
+    def rel_l2():
+        with torch.no_grad():
+            return ((model(check)[:, 0] - exact).norm() / exact.norm()).item()
+
+    after_adam = rel_l2()
+    optimizer = LevenbergMarquardt(params)
+    assert optimizer.iterate(evaluate, 20, lambda loss, info: None) == (20, None)
+    assert rel_l2() <= min(1e-3, after_adam / 10), after_adam
