@@ -7,8 +7,8 @@ from pathlib import Path
 from cli_helpers import REPO, run_pinn
 
 FAST = [
-    "trainer.steps=30",
-    "trainer.lbfgs_steps=5",
+    "trainer.adam.steps=30",
+    "trainer.lbfgs.steps=5",
     "trainer.progress=false",
     "problem.n_interior=64",
     "problem.n_boundary=32",
@@ -84,8 +84,8 @@ def test_overrides_run_and_console_summary(tmp_path):
         *FAST,
         "model.depth=2",
         "model.activation=gelu",
-        "trainer.lr=0.01",
-        "trainer.resample_every=10",
+        "trainer.adam.lr=0.01",
+        "trainer.adam.resample_every=10",
         "seed=4",
         "dtype=float32",
         f"hydra.run.dir={tmp_path}",
@@ -111,8 +111,8 @@ def test_multirun_sweeps_every_combination(tmp_path):
     result = run_pinn(
         "-m",
         *FAST,
-        "trainer.steps=5",
-        "trainer.lbfgs_steps=0",
+        "trainer.adam.steps=5",
+        "trainer.lbfgs.steps=0",
         "seed=0,1",
         "model.width=4,6",
         f"hydra.sweep.dir={tmp_path}",
@@ -144,7 +144,7 @@ def test_a_new_problem_module_trains_to_stated_accuracy(tmp_path):
     run_dir = tmp_path / "run"
     result = run_pinn(
         "problem=reaction",
-        "trainer.lbfgs_steps=200",  # the command line overrides the problem's settings
+        "trainer.lbfgs.steps=200",  # the command line overrides the problem's settings
         "trainer.progress=false",
         "threads=1",
         f"hydra.run.dir={run_dir}",

@@ -338,8 +338,8 @@ def test_unknown_choices_are_refused_in_one_line(outputs, message):
 # --- a run's plots ---------------------------------------------------------------------------
 
 TINY = [
-    "trainer.steps=6",
-    "trainer.lbfgs_steps=3",
+    "trainer.adam.steps=6",
+    "trainer.lbfgs.steps=3",
     "trainer.log_every=3",
     "trainer.progress=false",
     "problem.n_interior=32",
