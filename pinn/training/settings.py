@@ -34,8 +34,9 @@ class TrainSettings:
             condition and data terms' weights move towards balancing their gradients with the
             residual's, by `new = (1 - weighting_alpha) old + weighting_alpha estimate`.
             L-BFGS keeps the last weights.
-        log_every: Adam steps between rows of the history (L-BFGS: one row per iteration), and
-            steps between rel_l2 values, progress-bar updates and L-BFGS chunks.
+        log_every: Adam steps between rows of the history, from each Adam phase's first step
+            (L-BFGS: one row per iteration), and steps between rel_l2 values, progress-bar
+            updates and L-BFGS chunks.
         checkpoint_every: steps between checkpoints; 0 writes one only at the end.
         progress: show a tqdm progress bar.
         compile: "auto", "true" or "false": compile each step's loss (Taylor passes,

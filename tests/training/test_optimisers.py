@@ -211,9 +211,8 @@ def test_pinn_loss_like_torch_and_scale_free_unlike_torch():
 
 
 def test_plateau_rule_stops_once_a_window_of_iterations_gains_too_little(lbfgs_points, capsys):
-    settings = dict(adam={"steps": 10}, lbfgs={"steps": 400}, log_every=50)
-    rule = dict(lbfgs={"stall_window": 20, "stall_decrease": 0.2})
-    model, result = small_run(**settings, **rule)
+    rule = {"stall_window": 20, "stall_decrease": 0.2}
+    model, result = small_run(adam={"steps": 10}, lbfgs={"steps": 400, **rule}, log_every=50)
     rows = check_rows(model, result, lbfgs_points)
     losses = [row["loss"] for row in rows]
     assert 20 < len(losses) < 400

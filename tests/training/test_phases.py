@@ -82,6 +82,12 @@ def test_each_order_runs_its_phases_in_turn_and_names_them(order):
         assert [row["step"] for row in result.history[:8]] == list(range(1, 9))
 
 
+def test_adam_after_another_phase_logs_from_its_own_first_step():
+    _, result = run(settings_for(["lbfgs", "adam"], lbfgs={"steps": 3}, log_every=5))
+    adam = [row["step"] for row in result.history if row["phase"] == "adam"]
+    assert adam == [3, 8, 13]  # steps 0, 5, 10 of Adam's 12, after L-BFGS's 3
+
+
 @pytest.mark.parametrize("order", ORDERS)
 def test_a_run_resumed_from_any_checkpoint_of_any_order_ends_bit_identical(
     order, written_checkpoints
@@ -125,3 +131,10 @@ def test_a_stochastic_laplacian_refuses_the_phases_that_need_an_exact_loss():
     estimator = LaplacianEstimator(1, "sparse", torch.Generator().manual_seed(0))
     with pytest.raises(ConfigError, match=r"lbfgs needs a deterministic one .*phases=\[adam\]"):
         fit(problem, model, settings_for(["lbfgs", "adam"]), points, estimator=estimator)
+
+
+def test_the_progress_bar_names_the_phase_it_is_in(capsys):
+    run(settings_for(["lbfgs", "adam"], progress=True))
+    shown = capsys.readouterr().err
+    assert shown.index("lbfgs:") < shown.index("adam:") < shown.index("done:")
+    assert "/20" in shown  # the bar counts every phase's steps: 8 + 12

@@ -93,7 +93,7 @@ class AdamPhase(Phase):
                 parts.save(state, loss)
             if stopping:
                 parts.stop(state)
-            if step % state.settings.log_every == 0:
+            if local % state.settings.log_every == 0:  # from the phase's first step on
                 parts.row(step, self.name, terms, loss, lr=self.optimizer.param_groups[0]["lr"])
             self.optimizer.step()
             self.scheduler.step()
