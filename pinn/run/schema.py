@@ -130,8 +130,8 @@ def unknown_key(full_key: str) -> str:
 
 
 def _closest(schema: type, key: str, valid: list[str]) -> list[str]:
-    """The key of the block closest to `key`, or of a block inside it ("trainer.lbfgs_steps":
-    "lbfgs.steps"; "trainer.lr": "adam.lr"), as [] or [it]."""
+    """The key of the block closest to `key`, or of a block inside it (in trainer, for
+    lbfgs_steps: lbfgs.steps; for lr: adam.lr), as [] or [it]."""
     inner = {
         f"{name}.{leaf.name}": leaf.name
         for name, kind in field_types(schema).items()

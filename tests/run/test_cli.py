@@ -51,8 +51,10 @@ model:            # the problem's own settings, over the defaults
   width: 16
   depth: 2
 trainer:
-  steps: 300
-  lbfgs_steps: 50
+  adam:
+    steps: 300
+  lbfgs:
+    steps: 50
 """
 
 
@@ -156,7 +158,7 @@ def test_a_new_problem_module_trains_to_stated_accuracy(tmp_path):
     assert metrics["rel_l2"] <= 1e-3  # stated accuracy for this 1-D problem
     config = (run_dir / "config.yaml").read_text()
     assert "width: 16" in config and "depth: 2" in config and "steps: 300" in config
-    assert "lbfgs_steps: 200" in config and metrics["steps"] == 500
+    assert "lbfgs:\n    steps: 200" in config and metrics["steps"] == 500
 
 
 def test_a_problem_folder_on_the_search_path_still_works(tmp_path):

@@ -46,10 +46,10 @@ def test_wrong_phase_settings_are_refused_in_one_line(override, message, tmp_pat
 
 def test_the_old_flat_keys_point_at_their_new_place():
     for old, new in [
-        ("trainer.steps", "trainer.adam.steps"),
-        ("trainer.lbfgs_steps", "trainer.lbfgs.steps"),
-        ("trainer.lbfgs_stall_window", "trainer.lbfgs.stall_window"),
-        ("trainer.resample_every", "trainer.adam.resample_every"),
+        ("trainer.steps", "trainer.adam.steps"),  # phases-rename: keep
+        ("trainer.lbfgs_steps", "trainer.lbfgs.steps"),  # phases-rename: keep
+        ("trainer.lbfgs_stall_window", "trainer.lbfgs.stall_window"),  # phases-rename: keep
+        ("trainer.resample_every", "trainer.adam.resample_every"),  # phases-rename: keep
     ]:
         with pytest.raises(ConfigError, match=f"did you mean {new}\\?"):
             check_config(compose_config([f"+{old}=1"]))

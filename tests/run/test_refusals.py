@@ -213,9 +213,9 @@ def test_a_right_config_from_a_notebook_passes_and_a_wrong_one_is_refused():
             "+trainer.foo=1",
             "unknown config key 'trainer.foo': the keys of trainer are phases, adam",
         ),
-        ("+trainer.steps=1", "did you mean trainer.adam.steps?"),  # the keys before the phases
-        ("+trainer.lbfgs_steps=1", "did you mean trainer.lbfgs.steps?"),
-        ("+trainer.lr=1", "did you mean trainer.adam.lr?"),
+        ("+trainer.steps=1", "did you mean trainer.adam.steps?"),  # phases-rename: keep
+        ("+trainer.lbfgs_steps=1", "did you mean trainer.lbfgs.steps?"),  # phases-rename: keep
+        ("+trainer.lr=1", "did you mean trainer.adam.lr?"),  # phases-rename: keep
         ("+sed=1", "did you mean seed?"),
         ("threads=two", "threads must be null or a whole number: Value 'two'"),
         ("seed=x", "seed must be a whole number: Value 'x'"),
