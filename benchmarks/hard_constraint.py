@@ -6,7 +6,7 @@ twice in this process, one after the other, with everything else the same:
     hard   u = 16 x(1-x) y(1-y) N(x, y): the boundary condition holds exactly, no boundary term
     soft   u = N(x, y) and a Dirichlet term (weight 100) on the boundary points
 
-MLP 20x4 tanh, float32, Adam only, `trainer.resample_every=1` (new interior and boundary
+MLP 20x4 tanh, float32, Adam only, `trainer.adam.resample_every=1` (new interior and boundary
 points every step). Times are whole `pinn.train` calls (set-up, tracing and validation
 included); the ratio hard / soft is what the Taylor pass's handling of the transform costs.
 
@@ -31,8 +31,8 @@ COMMON = [
     "model.width=20",
     "model.depth=4",
     "dtype=float32",
-    "trainer.lbfgs_steps=0",
-    "trainer.resample_every=1",
+    "trainer.lbfgs.steps=0",
+    "trainer.adam.resample_every=1",
     "trainer.progress=false",
     "trainer.checkpoint_every=0",
 ]
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    extra = [f"trainer.steps={args.steps}", f"threads={torch.get_num_threads()}"]
+    extra = [f"trainer.adam.steps={args.steps}", f"threads={torch.get_num_threads()}"]
     print(f"# torch {torch.__version__}, threads {torch.get_num_threads()}, {args.steps} steps\n")
     print("| boundary | s | rel_l2 | time / soft |")
     print("| --- | ---: | ---: | ---: |")

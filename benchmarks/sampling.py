@@ -1,7 +1,7 @@
 """What a redraw of the training points costs, by sampler and domain.
 
 What it measures: the time of one `PointSampler.draw()` (interior and boundary points, float32,
-as a run with `trainer.resample_every=1` draws them before every step), for each sampling
+as a run with `trainer.adam.resample_every=1` draws them before every step), for each sampling
 method, on the domains of the library's problems, and each method's time against uniform
 draws on the same domain in the same run. The median of `--repeats` timed draws is reported,
 after a few untimed ones (Sobol's net is computed on the first draw of a shape).

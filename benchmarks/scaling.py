@@ -59,10 +59,18 @@ def worker(points: int, steps: int, device: str, threads: int, out: Path) -> Non
         times.append(time.perf_counter())
 
     settings = TrainSettings(
-        steps=steps, lbfgs_steps=0, resample_every=1, log_every=steps, progress=False
+        adam={"steps": steps, "resample_every": 1},
+        lbfgs={"steps": 0},
+        log_every=steps,
+        progress=False,
     )
     # Time the Adam phase from step WARM_UP on: two fits, the first WARM_UP steps long.
-    fit(problem, model, TrainSettings(steps=WARM_UP, lbfgs_steps=0, progress=False), sampler)
+    fit(
+        problem,
+        model,
+        TrainSettings(adam={"steps": WARM_UP}, lbfgs={"steps": 0}, progress=False),
+        sampler,
+    )
     clock()
     fit(problem, model, settings, sampler)
     clock()

@@ -137,11 +137,8 @@ def train_pinn(model: nn.Module, steps: int, lr: float, seed: int, compile: str)
 
     problem = Poisson(hard_boundary=False)  # the plain loop's formulation: a boundary term
     settings = pinn.TrainSettings(
-        steps=steps,
-        lr=lr,
-        lr_decay=1.0,
-        lbfgs_steps=0,
-        resample_every=1,
+        adam={"steps": steps, "lr": lr, "lr_decay": 1.0, "resample_every": 1},
+        lbfgs={"steps": 0},
         progress=False,
         log_every=1000,
         checkpoint_every=0,

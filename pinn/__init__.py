@@ -72,8 +72,10 @@ from pinn.problem import (
 from pinn.run.validation import Validator, evaluation_points
 from pinn.training import (
     WEIGHTINGS,
+    AdamSettings,
     Callback,
     FitResult,
+    LBFGSSettings,
     LossWeights,
     TrainSettings,
     fit,
@@ -129,6 +131,8 @@ __all__ = [
     "Robin",
     "RunDirectoryError",
     "TrainSettings",
+    "AdamSettings",
+    "LBFGSSettings",
     "TrainingDiverged",
     "TrainingInterrupted",
     "Unknowns",

@@ -1,6 +1,6 @@
 """The loss plot: the loss and each loss term against the step (log scale), a dotted line at
-each switch of phase (Adam to L-BFGS), and rel_l2 on its own log axis on the right where the
-history has it."""
+each switch of phase (`trainer.phases`: Adam to L-BFGS, ...), named by the phase's title, and
+rel_l2 on its own log axis on the right where the history has it."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from matplotlib.figure import Figure
 from pinn.errors import is_finite_number
 from pinn.problem.columns import BOOKKEEPING, LOSS, PHASE, REL_L2, STEP
 from pinn.run.plot_files import DPI
+from pinn.training.phases import PHASES
 from pinn.training.weighting import WEIGHT_PREFIX
 
 _NON_TERMS = set(BOOKKEEPING) - {LOSS}
-PHASE_NAMES = {"adam": "Adam", "lbfgs": "L-BFGS"}  # how a phase is named on the plot
 _NOT_A_PHASE = {"final"}  # the history's last row: the final loss, not a phase of its own
 _REL_L2_STYLE = {"color": "black", "linestyle": "--", "marker": ".", "linewidth": 1.0}
 
@@ -83,7 +83,7 @@ def plot_loss(
 def _mark_phases(axis, history: Sequence[dict]) -> None:
     """A dotted vertical line at each phase switch, named at its top."""
     for step, phase in phase_switches(history):
-        name = PHASE_NAMES.get(phase, phase)
+        name = PHASES[phase].title if phase in PHASES else phase  # a history from elsewhere
         axis.axvline(step, color="0.35", linestyle=":", linewidth=1.2, label=f"_{name}")
         axis.text(
             step,

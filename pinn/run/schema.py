@@ -137,11 +137,24 @@ def unknown_key(full_key: str) -> str:
     valid = [f.name for f in dataclasses.fields(schema)]
     if key in valid:  # a key of the schema that the config lacks
         return not_set(full_key, {})
-    close = difflib.get_close_matches(key, valid, n=1)
+    close = _closest(schema, key, valid)
     prefix = f"{block}." if block else ""
     where = f"the keys of {block} are" if block else "the top-level keys are"
     guess = f"; did you mean {prefix}{close[0]}?" if close else ""
     return f"unknown config key {full_key!r}: {where} {', '.join(valid)}{guess}"
+
+
+def _closest(schema: type, key: str, valid: list[str]) -> list[str]:
+    """The key of the block closest to `key`, or of a block inside it (in trainer, for
+    lbfgs_steps: lbfgs.steps; for lr: adam.lr), as [] or [it]."""
+    inner = {
+        f"{name}.{leaf.name}": leaf.name
+        for name, kind in field_types(schema).items()
+        if dataclasses.is_dataclass(kind)
+        for leaf in dataclasses.fields(kind)
+    }
+    close = difflib.get_close_matches(key, [*valid, *inner], n=1)
+    return close or [dotted for dotted, leaf in inner.items() if leaf == key][:1]
 
 
 def block_schema(block: str) -> type | None:

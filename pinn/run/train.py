@@ -2,7 +2,7 @@
 
 The CLI calls it; so can tests and notebooks:
 
-    cfg = compose_config(["problem=poisson", "trainer.steps=200"])
+    cfg = compose_config(["problem=poisson", "trainer.adam.steps=200"])
     metrics = train(cfg, run_dir="runs/quick")
 """
 

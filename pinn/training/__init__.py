@@ -1,9 +1,11 @@
 """Training: the loop and its phases, optimisers, schedules, loss weights, checkpoints.
 
-    fit(problem, model, TrainSettings(...), points)    Adam, then L-BFGS (pinn.training.loop)
+    fit(problem, model, TrainSettings(...), points)    its phases in turn (pinn.training.loop)
     Callback                                           called by fit at each history row,
                                                        checkpoint, phase change, the end
     TrainSettings                                      how to train, checked when made
+    AdamSettings, LBFGSSettings                        the phases' settings blocks
+    PHASES                                             the registered phases, by name
     RunState, FitResult                                a run's state (what a checkpoint
                                                        holds), what fit returns
     World, rank_seed                                   data-parallel processes (torchrun)
@@ -14,7 +16,8 @@
     save_checkpoint, load_checkpoint                   atomic checkpoint files
     HistoryCSV, HistoryFile                            history.csv, written as a run goes
 
-Inside: state (RunState), phases (adam, lbfgs, finish: each reads top to bottom), and the parts
+Inside: state (RunState), phases (a package: one module per phase, each reading top to bottom,
+and parts: what they call, and the final loss), and the parts
 they call at their cadence: step_loss (the loss of a batch, eager or compiled), recording
 (history rows, progress), checkpointing (when and who writes), divergence (non-finite losses),
 interrupts (Ctrl-C and SIGTERM stop at a step boundary), distributed (reductions over processes).
@@ -29,12 +32,16 @@ from pinn.training.history import HISTORY_NAME, HistoryCSV, HistoryFile
 from pinn.training.lbfgs import LBFGS
 from pinn.training.levenberg_marquardt import LevenbergMarquardt
 from pinn.training.loop import fit
+from pinn.training.phases import PHASES, AdamSettings, LBFGSSettings
 from pinn.training.residual_rows import ResidualRows, Rows
 from pinn.training.settings import TrainSettings
 from pinn.training.state import FitResult, RunState
 from pinn.training.weighting import WEIGHTINGS, LossWeights
 
 __all__ = [
+    "PHASES",
+    "AdamSettings",
+    "LBFGSSettings",
     "CHECKPOINT_NAME",
     "HISTORY_NAME",
     "WEIGHTINGS",

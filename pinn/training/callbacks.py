@@ -11,7 +11,7 @@ order within a run, at
 
     on_row(row, state)               each history row (the row `state.history` just got)
     on_checkpoint(path, step, state) each checkpoint written (the state at `step`)
-    on_phase(old, new, state)        each change of phase: "adam" -> "lbfgs" -> "done"
+    on_phase(old, new, state)        each change of phase (settings.phases, then "done")
     on_end(result, state)            the end of a run that finished (the `FitResult`)
 
 `state` is the run's `RunState` (model, step, phase, history, ...): read it, never change it, or
@@ -48,8 +48,9 @@ class Callback:
         """The state at `step` was written to the checkpoint file `path`."""
 
     def on_phase(self, old: str, new: str, state: RunState) -> None:
-        """The run went from phase `old` to `new` ("adam" -> "lbfgs" -> "done"; a phase with
-        no steps is skipped, so "adam" -> "done" without L-BFGS)."""
+        """The run went from phase `old` to `new`, in the order of `settings.phases`, then
+        "done" ("adam" -> "lbfgs" -> "done" by default); a phase with no steps is skipped, so
+        "adam" -> "done" without L-BFGS steps. A resumed run calls it from where it takes up."""
 
     def on_end(self, result: FitResult, state: RunState) -> None:
         """The run finished (also a resumed run that had already finished): `result` is what

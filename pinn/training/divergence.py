@@ -69,5 +69,5 @@ def diverged(loss: float, bad: list[str], step: int, phase: str, last_saved: int
     raise TrainingDiverged(
         f"the loss became {loss} at step {step} ({phase}; "
         f"non-finite terms: {bad}). Training stopped; the last good checkpoint was "
-        f"{where}. Try a lower trainer.lr, float64 (dtype=float64), or other weights."
+        f"{where}. Try a lower trainer.adam.lr, float64 (dtype=float64), or other weights."
     )

@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 STALLED = "the line search found no lower loss"
-TOLERANCE = "the relative decrease of the loss fell below trainer.lbfgs_tolerance"
+TOLERANCE = "the relative decrease of the loss fell below trainer.lbfgs.tolerance"
 
 # closure() -> (loss, info): the loss to minimise (its backward done) and what to report with it.
 Closure = Callable[[], tuple[torch.Tensor, Any]]
@@ -40,7 +40,7 @@ def plateau_reason(window: int, decrease: float) -> str:
     """Why `iterate` stopped on a plateau (the message names the settings that chose it)."""
     return (
         f"the last {window} iterations lowered the loss by less than {decrease:g} of it "
-        "(trainer.lbfgs_stall_window, trainer.lbfgs_stall_decrease)"
+        "(trainer.lbfgs.stall_window, trainer.lbfgs.stall_decrease)"
     )
 
 

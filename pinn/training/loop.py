@@ -1,13 +1,16 @@
-"""`fit`: train a model on a problem, Adam with a decaying learning rate, then L-BFGS.
+"""`fit`: train a model on a problem, phase after phase: by default Adam with a decaying
+learning rate, then L-BFGS (`settings.phases`).
 
 The run's state is one `RunState` (pinn.training.state: exactly what a checkpoint holds); the
-phases (pinn.training.phases) read top to bottom and call the small parts at their cadence:
+phases (pinn.training.phases, one registered class each) run in the order of
+`settings.phases`, read top to bottom and call the small parts (`Parts`) at their cadence:
 the loss of a batch (step_loss), history and progress (recording), checkpoints
 (checkpointing), the watch on non-finite losses (divergence), the reductions over processes
 (distributed).
 
     points  = PointSampler(problem.domain, 2000, 400, "sobol", generator)
-    result  = fit(problem, model, TrainSettings(steps=1000, lbfgs_steps=1000), points)
+    settings = TrainSettings(adam=AdamSettings(steps=1000), lbfgs=LBFGSSettings(steps=1000))
+    result  = fit(problem, model, settings, points)
 
 Every step's loss is checked: a NaN or inf loss stops the run with `TrainingDiverged`, and the
 checkpoint on disk (written only from parameters whose loss, and every loss before, was finite)
@@ -60,7 +63,8 @@ from pinn.training.distributed import World
 from pinn.training.divergence import DivergenceWatch
 from pinn.training.history import HistoryFile
 from pinn.training.interrupts import Interrupts
-from pinn.training.phases import Parts, adam, finish, lbfgs
+from pinn.training.phases import PHASES, phase_class
+from pinn.training.phases.parts import Parts, finish
 from pinn.training.recording import Recorder, Validator
 from pinn.training.settings import TrainSettings
 from pinn.training.state import FitResult, RunState
@@ -85,7 +89,8 @@ def fit(
     world: World | None = None,
     callbacks: Sequence[Callback] | None = None,
 ) -> FitResult:
-    """Train `model` on `problem` in place: Adam for `settings.steps`, then L-BFGS.
+    """Train `model` on `problem` in place, by each phase of `settings.phases` in turn
+    (by default Adam for `settings.adam.steps`, then L-BFGS for `settings.lbfgs.steps`).
 
     Args:
         weights: loss weight per term name (unnamed terms count once).
@@ -106,7 +111,7 @@ def fit(
             the rows before a resumed state included); None writes nothing.
         estimator: estimate every residual's `u.laplacian()` from random directions
             (`LaplacianEstimator`) instead of computing it exactly. The loss is then random, so
-            L-BFGS (which needs a deterministic loss) is refused: Adam only.
+            a phase that needs a deterministic loss (L-BFGS's line search) is refused.
         world: the processes training this model together (`World.current()`, the default,
             reads torch.distributed's default group: one process when there is none). Every
             process calls `fit` with the same arguments but its own `points` (its generator
@@ -138,12 +143,7 @@ def fit(
     listeners = CallbackList([*history_file, CallbackList(callbacks or ())])  # checked first
     if estimator is not None:
         estimator.check_dimension(len(problem.inputs))
-        if settings.lbfgs_steps:
-            raise ConfigError(
-                "a stochastic Laplacian makes the loss random, and L-BFGS's line search needs "
-                "a deterministic one: set trainer.lbfgs_steps=0 (Adam only), or "
-                "laplacian.method=exact"
-            )
+        _refuse_deterministic(settings)
     world = world or World.current()
     if not world.is_main:
         listeners = CallbackList()  # only rank 0 calls callbacks
@@ -182,20 +182,43 @@ def fit(
 
 
 def _run_phases(state: RunState, parts: Parts) -> FitResult:
-    """Run the phases from where `state` is: Adam, L-BFGS, the final loss; then the end."""
+    """Run the phases from where `state` is, in the order of `settings.phases`, then the final
+    loss; then the end."""
     try:
         if state.batch is None:  # a fresh run (a resumed one has its batch back)
             state.batch = state.points.draw()
         check_pointwise(state.model, state.batch.interior)
         state.world.broadcast_(state.parameters)  # every process starts from rank 0's
-        adam(state, parts)
-        lbfgs(state, parts)
+        names, resumed_at = state.settings.phases, state.phase_index
+        for index in range(state.phase_index, len(names)):
+            phase = phase_class(names[index])(state.settings.block(names[index]))
+            if index != state.phase_index:  # not started yet: its budget is whole
+                if phase.settings.steps <= 0:
+                    continue  # a phase of 0 steps is skipped, unannounced
+                parts.enter(state, index, phase.name)
+            elif phase.steps_left(state) <= 0:
+                continue  # the phase the state is in is over (or has 0 steps)
+            saved = state.resumed.get("phase_state") if index == resumed_at else None
+            state.active = phase
+            phase.run(state, parts, saved)
         finish(state, parts)
     finally:
         parts.recorder.close()
     result = state.result()
     parts.callbacks.on_end(result, state)
     return result
+
+
+def _refuse_deterministic(settings: TrainSettings) -> None:
+    """A stochastic Laplacian makes the loss random: refuse the phases that need it exact."""
+    exact = [n for n in settings.phases if PHASES[n].deterministic and settings.block(n).steps]
+    if exact:
+        kept = [n for n in settings.phases if n not in exact] or ["adam"]
+        raise ConfigError(
+            f"a stochastic Laplacian makes the loss random, and {', '.join(exact)} needs a "
+            f"deterministic one (L-BFGS's line search): set trainer.phases=[{','.join(kept)}], "
+            f"or trainer.{exact[0]}.steps=0, or laplacian.method=exact"
+        )
 
 
 def _probe(problem: Problem, model: nn.Module, points: PointSampler) -> torch.Tensor:

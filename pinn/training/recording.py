@@ -44,7 +44,7 @@ class Recorder:
         self.validator = validator if self.main else None
         settings = state.settings
         self.bar = tqdm(
-            total=settings.steps + settings.lbfgs_steps,
+            total=settings.planned_steps(),  # every phase's budget
             initial=state.step,
             disable=not (progress and self.main),
             desc=state.phase,

@@ -22,7 +22,7 @@ def check_schedule(name: object) -> None:
     """Refuse an unknown schedule name, listing the known ones."""
     if name not in SCHEDULES:
         raise ConfigError(
-            f"trainer.schedule={name!r} is unknown; choose one of {', '.join(SCHEDULES)}"
+            f"trainer.adam.schedule={name!r} is unknown; choose one of {', '.join(SCHEDULES)}"
         )
 
 

@@ -1,14 +1,21 @@
-"""`TrainSettings`: how `pinn.fit` trains, every field checked when it is made."""
+"""`TrainSettings`: how `pinn.fit` trains, every field checked when it is made.
+
+    TrainSettings()                     # the defaults: Adam, then L-BFGS
+    TrainSettings(adam=AdamSettings(steps=2000), lbfgs=LBFGSSettings(steps=500))
+    TrainSettings(phases=["adam"], adam={"steps": 5000, "lr": 3e-3}, log_every=50)
+
+A phase's block may be given as its settings dataclass or as a dict of its keys.
+"""
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 from typing import Any
 
 from pinn.errors import ConfigError, require_int
 from pinn.training.compiling import check_compile
-from pinn.training.schedules import check_schedule
+from pinn.training.phases import PHASES, AdamSettings, LBFGSSettings, phase_class
 from pinn.training.weighting import LossWeights
 
 
@@ -17,26 +24,19 @@ class TrainSettings:
     """How to train. Every field has the same name under `trainer.` in the config.
 
     Attributes:
-        steps: Adam steps (>= 0).
-        lr: Adam's initial learning rate (> 0).
-        lr_decay: the learning rate falls to lr * lr_decay by the last Adam step.
-        schedule: how it falls, "exponential", "cosine" or "constant" (`pinn.training.schedules`).
-        lbfgs_steps: L-BFGS iterations after Adam (>= 0), on the last points drawn.
-        lbfgs_tolerance: stop L-BFGS after the first iteration that lowers the loss by less
-            than this fraction of it (0 = run all `lbfgs_steps`); it also stops when its line
-            search finds no lower loss.
-        lbfgs_stall_window, lbfgs_stall_decrease: stop L-BFGS once the last
-            `lbfgs_stall_window` iterations together lowered the loss by less than
-            `lbfgs_stall_decrease` of it: a plateau that would only burn the clock (a window of 0
-            = never).
-        resample_every: Adam steps between redraws of the points; 0 draws them once.
+        phases: the training methods, run in this order (`pinn.training.phases`): "adam",
+            "lbfgs"; each has its settings block, the field of its name (a dict of its keys
+            is taken too). A phase of 0 steps is skipped.
+        adam: `AdamSettings` (steps, lr, lr_decay, schedule, resample_every).
+        lbfgs: `LBFGSSettings` (steps, tolerance, stall_window, stall_decrease, history_size).
         weighting: "fixed" (the weights given to `fit`) or "lra", learning-rate annealing
             (`pinn.training.weighting`): during Adam, every `weighting_every` steps, the
             condition and data terms' weights move towards balancing their gradients with the
             residual's, by `new = (1 - weighting_alpha) old + weighting_alpha estimate`.
             L-BFGS keeps the last weights.
-        log_every: Adam steps between rows of the history (L-BFGS: one row per iteration), and
-            steps between rel_l2 values, progress-bar updates and L-BFGS chunks.
+        log_every: Adam steps between rows of the history, from each Adam phase's first step
+            (L-BFGS: one row per iteration), and steps between rel_l2 values, progress-bar
+            updates and L-BFGS chunks.
         checkpoint_every: steps between checkpoints; 0 writes one only at the end.
         progress: show a tqdm progress bar.
         compile: "auto", "true" or "false": compile each step's loss (Taylor passes,
@@ -45,15 +45,9 @@ class TrainSettings:
             enough to repay the compile time; the run logs what it decided and why.
     """
 
-    steps: int = 1000
-    lr: float = 1e-3
-    lr_decay: float = 0.1
-    schedule: str = "exponential"
-    lbfgs_steps: int = 1000
-    lbfgs_tolerance: float = 0.0
-    lbfgs_stall_window: int = 100
-    lbfgs_stall_decrease: float = 1e-3
-    resample_every: int = 0
+    phases: list[str] = field(default_factory=lambda: ["adam", "lbfgs"])
+    adam: AdamSettings = field(default_factory=AdamSettings)
+    lbfgs: LBFGSSettings = field(default_factory=LBFGSSettings)
     weighting: str = "fixed"
     weighting_every: int = 100
     weighting_alpha: float = 0.1
@@ -63,26 +57,48 @@ class TrainSettings:
     compile: str = "auto"
 
     def __post_init__(self) -> None:
-        for key in (
-            "steps",
-            "lbfgs_steps",
-            "lbfgs_stall_window",
-            "resample_every",
-            "checkpoint_every",
-        ):
-            require_int(f"trainer.{key}", getattr(self, key), minimum=0)
+        if isinstance(self.phases, str) or not isinstance(self.phases, (list, tuple)):
+            raise ConfigError(
+                f"trainer.phases must be a list of phase names, e.g. [adam,lbfgs], got "
+                f"{self.phases!r}"
+            )
+        if not self.phases:
+            raise ConfigError("trainer.phases is empty; list at least one, e.g. [adam,lbfgs]")
+        self.phases = list(self.phases)
+        for name in self.phases:
+            phase_class(name)  # a known phase, or refused naming the known ones
+        for name, phase in PHASES.items():  # every block, listed in `phases` or not
+            block = getattr(self, name)
+            if isinstance(block, dict):  # TrainSettings(adam={"steps": 10}), or from the config
+                setattr(self, name, _settings_of(phase.settings_type, name, block))
+            elif not isinstance(block, phase.settings_type):
+                raise ConfigError(
+                    f"trainer.{name} must be a {phase.settings_type.__name__} or a dict of its "
+                    f"keys, got {block!r}"
+                )
+        require_int("trainer.checkpoint_every", self.checkpoint_every, minimum=0)
         require_int("trainer.log_every", self.log_every, minimum=1)
-        for key in ("lr", "lr_decay"):
-            value = getattr(self, key)
-            if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-                raise ConfigError(f"trainer.{key} must be a number > 0, got {value!r}")
-        check_schedule(self.schedule)
         self.compile = check_compile(self.compile)
         LossWeights({}, self.weighting, self.weighting_every, self.weighting_alpha)  # checks
-        for key in ("lbfgs_tolerance", "lbfgs_stall_decrease"):
-            fraction = getattr(self, key)
-            if not isinstance(fraction, (int, float)) or not 0 <= fraction < 1:
-                raise ConfigError(f"trainer.{key} must be in [0, 1), got {fraction!r}")
+
+    def block(self, phase: str) -> Any:
+        """The settings block of the phase called `phase`."""
+        return getattr(self, phase)
+
+    def planned_steps(self, phase: str | None = None) -> int:
+        """The steps the phase list plans (each phase's budget), of `phase` only when named."""
+        return sum(self.block(p).steps for p in self.phases if phase in (None, p))
+
+
+def _settings_of(settings_type: type, name: str, block: dict[str, Any]) -> Any:
+    """`settings_type(**block)`, a key it does not have refused naming the keys it has."""
+    known = [f.name for f in dataclasses.fields(settings_type)]
+    unknown = sorted(set(block) - set(known))
+    if unknown:
+        raise ConfigError(
+            f"trainer.{name} has no key {', '.join(unknown)}; its keys are {', '.join(known)}"
+        )
+    return settings_type(**block)
 
 
 # What may differ between a run and its resumption: neither changes a single number.
@@ -90,5 +106,10 @@ FREE_SETTINGS = ("progress", "checkpoint_every")
 
 
 def shaping(settings: TrainSettings) -> dict[str, Any]:
-    """The settings that shape the result: all but progress and checkpoint_every."""
-    return {k: v for k, v in vars(settings).items() if k not in FREE_SETTINGS}
+    """The settings that shape the result: all but progress and checkpoint_every (the phase
+    blocks as dicts)."""
+    return {
+        key: dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
+        for key, value in vars(settings).items()
+        if key not in FREE_SETTINGS
+    }

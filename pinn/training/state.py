@@ -17,7 +17,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import torch
 from torch import nn
 
 from pinn.derivatives.engines import Engine
@@ -25,7 +24,7 @@ from pinn.errors import CheckpointError, ConfigError
 from pinn.geometry import Batch, PointSampler
 from pinn.problem.unknowns import Unknowns
 from pinn.training.distributed import World
-from pinn.training.lbfgs import LBFGS
+from pinn.training.phases import Phase
 from pinn.training.settings import TrainSettings, shaping
 from pinn.training.weighting import LossWeights
 
@@ -47,10 +46,12 @@ class FitResult:
 class RunState:
     """Everything a run needs to continue: its parts and where it is.
 
-    step: optimiser steps taken (Adam steps, then L-BFGS iterations); phase: "adam", "lbfgs"
-    or "done"; history: the rows logged so far; batch: the current points; optimizer and
-    scheduler: the live ones of the phase (the scheduler: Adam only); resumed: the training
-    state a resumed run was saved with, for each phase to take its optimiser state from.
+    step: optimiser steps taken over all phases (Adam steps, L-BFGS iterations, ...); phase:
+    the name of the phase the run is in ("adam", "lbfgs", ...) or "done"; phase_index: its
+    place in `settings.phases` (len(phases) when done); phase_start: the step it began at;
+    history: the rows logged so far; batch: the current points; active: the running `Phase`
+    (its optimiser state goes into the checkpoint); resumed: the training state a resumed
+    run was saved with, for the phase it was in to take its optimiser state from.
     engine_at_start, weights_at_start: the engine's and loss weights' state at the start of
     the current Adam step (a checkpoint written after the step's loss redoes the step).
     """
@@ -63,11 +64,12 @@ class RunState:
     settings: TrainSettings
     world: World = field(default_factory=World)
     step: int = 0
-    phase: str = "adam"
+    phase: str = ""
+    phase_index: int = 0
+    phase_start: int = 0
     history: list[dict[str, Any]] = field(default_factory=list)
     batch: Batch | None = None
-    optimizer: torch.optim.Optimizer | LBFGS | None = None
-    scheduler: torch.optim.lr_scheduler.LRScheduler | None = None
+    active: Phase | None = None
     resumed: dict[str, Any] = field(default_factory=dict)
     resumed_from: int | None = None
     final_loss: float = math.nan
@@ -79,6 +81,7 @@ class RunState:
         # What both optimisers train: the network's parameters, then the unknowns.
         self.parameters = [*self.model.parameters(), *self.unknowns.parameters()]
         self.weights_at_start = self.weights.state_dict()
+        self.phase = self.phase or self.settings.phases[0]
 
     def elapsed(self) -> float:
         """Training seconds so far, earlier invocations of a resumed run included."""
@@ -97,8 +100,9 @@ class RunState:
 
         model: the parameters at the start of step `step` (Adam), or after `step` steps
         (L-BFGS, final); loss: theirs; history: the rows logged before this state. training:
-        phase; optimizer (Adam's moments and step counts, or L-BFGS's curvature memory and
-        counters) and scheduler (the decaying rate, Adam only); sampler (generator state before
+        phase, phases (the list), phase_index, phase_start (the step it began at);
+        phase_state (the running phase's optimiser: Adam's moments, step counts and decaying
+        rate, or L-BFGS's curvature memory and counters); sampler (generator state before
         the current batch was drawn, that batch, refinement state); engine (its plans, the
         estimator's generator); weights (the loss weights this step started with); settings
         (to check a resumption against); time_s; processes (how many trained together) and,
@@ -108,7 +112,7 @@ class RunState:
 
         Called on every process at the same step: it gathers each one's part.
         """
-        in_adam = self.phase == "adam"
+        in_adam = self.active is not None and self.active.saves_step_start  # mid-step
         at_start = in_adam and self.engine_at_start is not None
         engine = self.engine_at_start if at_start else self.engine.state_dict()
         own = {"sampler": self.points.state_dict(), "engine": engine}
@@ -121,8 +125,10 @@ class RunState:
             "history": self.history,
             "training": {
                 "phase": self.phase,
-                "optimizer": self.optimizer.state_dict() if self.optimizer else None,
-                "scheduler": self.scheduler.state_dict() if self.scheduler else None,
+                "phases": list(self.settings.phases),
+                "phase_index": self.phase_index,
+                "phase_start": self.phase_start,
+                "phase_state": self.active.state_dict() if self.active else None,
                 **own,
                 "weights": self.weights_at_start if in_adam else self.weights.state_dict(),
                 "settings": shaping(self.settings),
@@ -138,13 +144,21 @@ class RunState:
 
         Raises:
             CheckpointError: `saved` holds no training state, or another model.
-            ConfigError: it was trained with other settings or another number of processes.
+            ConfigError: it was trained with other phases, other settings or another number
+                of processes.
         """
         training = saved.get("training")
-        if not isinstance(training, Mapping):
+        if not isinstance(training, Mapping) or "phases" not in training:
             raise CheckpointError(
-                "the checkpoint holds no training state (written before pinn could resume), "
-                "so the run cannot be continued from it"
+                "the checkpoint holds no training state this pinn can continue (written before "
+                "it could resume, or before trainer.phases), so the run cannot be continued "
+                "from it; start a new run"
+            )
+        if training["phases"] != list(self.settings.phases):
+            raise ConfigError(
+                f"the checkpoint was trained with trainer.phases={training['phases']}, this run "
+                f"has {list(self.settings.phases)}: a resumed run keeps its phases; give "
+                f"trainer.phases=[{','.join(training['phases'])}] or start a new run"
             )
         if training["settings"] != shaping(self.settings):
             raise ConfigError(
@@ -170,6 +184,7 @@ class RunState:
             self.weights.load_state_dict(training["weights"])
         self.batch = self.points.load_state_dict(own["sampler"])
         self.phase, self.resumed = training["phase"], dict(training)
+        self.phase_index, self.phase_start = training["phase_index"], training["phase_start"]
         self.history, self.step = list(saved["history"]), saved["step"]
         self.resumed_from = saved["step"]
         if self.phase == "done":

@@ -74,7 +74,7 @@ class StepLoss:
             blockers.append(f"the loss weights adapt (trainer.weighting={state.weights.method})")
         if state.points.refinement.method == "rar":
             blockers.append("RAR grows the batch (each new shape would compile anew)")
-        setting, steps = state.settings.compile, state.settings.steps
+        setting, steps = state.settings.compile, state.settings.planned_steps("adam")
         compiled, why = compile_decision(setting, blockers, steps, state.batch.interior.device)
         log.info("training step: %s (%s)", "compiled" if compiled else "eager", why)
         if compiled:

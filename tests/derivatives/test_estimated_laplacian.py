@@ -129,7 +129,11 @@ def highd_parts(seed=0):
 
 
 SETTINGS = TrainSettings(
-    steps=24, lbfgs_steps=0, log_every=4, resample_every=1, checkpoint_every=5, progress=False
+    adam={"steps": 24, "resample_every": 1},
+    lbfgs={"steps": 0},
+    log_every=4,
+    checkpoint_every=5,
+    progress=False,
 )
 
 
@@ -158,9 +162,13 @@ def test_a_resumed_run_draws_the_same_directions(written_checkpoints):
 
 def test_bad_estimator_settings_are_refused_before_training():
     problem, network, sampler = highd_parts()
-    with pytest.raises(ConfigError, match="trainer.lbfgs_steps=0"):
+    with pytest.raises(ConfigError, match="trainer.lbfgs.steps=0"):
         fit(
-            problem, network, TrainSettings(steps=2, lbfgs_steps=5), sampler, estimator=estimator(3)
+            problem,
+            network,
+            TrainSettings(adam={"steps": 2}, lbfgs={"steps": 5}),
+            sampler,
+            estimator=estimator(3),
         )
     with pytest.raises(ConfigError, match="laplacian.samples=9 is more than the problem's 8"):
         fit(problem, network, SETTINGS, sampler, estimator=estimator(9))
@@ -195,7 +203,7 @@ def test_the_cli_trains_with_the_estimator_and_sparse_at_full_samples_is_exact(t
         "problem.params.dim=5",
         "model.width=16",
         "model.depth=2",
-        "trainer.steps=150",
+        "trainer.adam.steps=150",
         "trainer.progress=false",
     ]
     runs = {}

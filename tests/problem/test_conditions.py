@@ -266,7 +266,7 @@ def test_fit_gives_the_same_losses_on_both_engines():
         points = PointSampler(
             SPACE_TIME, 32, 40, "sobol", torch.Generator().manual_seed(1), dtype=torch.float64
         )
-        settings = TrainSettings(steps=4, lbfgs_steps=3, log_every=1, progress=False)
+        settings = TrainSettings(adam={"steps": 4}, lbfgs={"steps": 3}, log_every=1, progress=False)
         histories[engine] = fit(EveryCondition(), model, settings, points, engine=engine).history
     assert len(histories["taylor"]) == len(histories["autograd"]) >= 7
     for taylor, autograd in zip(histories["taylor"], histories["autograd"]):
@@ -342,7 +342,9 @@ def test_training_reaches_the_known_solution(run):
     points = PointSampler(
         domain, n_interior, n_boundary, "sobol", torch.Generator().manual_seed(1), torch.float64
     )
-    settings = TrainSettings(steps=100, lr=1e-2, lbfgs_steps=lbfgs_steps, progress=False)
+    settings = TrainSettings(
+        adam={"steps": 100, "lr": 1e-2}, lbfgs={"steps": lbfgs_steps}, progress=False
+    )
     fit(problem, model, settings, points, weights=weights)
     x = domain.grid(201 if domain.dim == 1 else 41, dtype=torch.float64)
     with torch.no_grad():

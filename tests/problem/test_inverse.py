@@ -223,7 +223,9 @@ def tiny_fit(settings, **options):
 
 @pytest.mark.parametrize(("steps", "lbfgs_steps"), [(3, 0), (0, 3)])
 def test_both_optimisers_move_the_unknowns(steps, lbfgs_steps):
-    settings = TrainSettings(steps=steps, lbfgs_steps=lbfgs_steps, log_every=1, progress=False)
+    settings = TrainSettings(
+        adam={"steps": steps}, lbfgs={"steps": lbfgs_steps}, log_every=1, progress=False
+    )
     problem, _, result = tiny_fit(settings)
     if steps:  # Adam logs the state before each step, so its first row has the guess
         assert result.history[0]["kappa"] == 1.0
@@ -239,7 +241,12 @@ def test_fit_refuses_unknowns_attached_in_another_dtype():
     generator = torch.Generator().manual_seed(0)
     points = PointSampler(problem.domain, 8, 8, "sobol", generator, dtype=torch.float64)
     with pytest.raises(ConfigError, match="unknowns are torch.float32.*the model torch.float64"):
-        fit(problem, small_model(problem), TrainSettings(steps=1, lbfgs_steps=0), points)
+        fit(
+            problem,
+            small_model(problem),
+            TrainSettings(adam={"steps": 1}, lbfgs={"steps": 0}),
+            points,
+        )
 
 
 def test_an_unknown_named_like_a_loss_term_is_refused():
@@ -249,7 +256,7 @@ def test_an_unknown_named_like_a_loss_term_is_refused():
     problem = Clash(n_observations=8)
     generator = torch.Generator().manual_seed(0)
     points = PointSampler(problem.domain, 8, 8, "sobol", generator, dtype=torch.float64)
-    settings = TrainSettings(steps=1, lbfgs_steps=0, progress=False)
+    settings = TrainSettings(adam={"steps": 1}, lbfgs={"steps": 0}, progress=False)
     with pytest.raises(ConfigError, match=r"\['data'\] share their name with a loss term"):
         fit(problem, small_model(problem), settings, points)
 
@@ -275,7 +282,11 @@ def same_rows(rows):
 
 
 SETTINGS = TrainSettings(
-    steps=12, lbfgs_steps=10, log_every=3, checkpoint_every=4, resample_every=5, progress=False
+    adam={"steps": 12, "resample_every": 5},
+    lbfgs={"steps": 10},
+    log_every=3,
+    checkpoint_every=4,
+    progress=False,
 )
 
 
@@ -297,12 +308,16 @@ def test_resuming_from_any_checkpoint_restores_the_unknowns_exactly(monkeypatch)
 
 def test_a_checkpoint_with_other_unknowns_is_refused(monkeypatch, tmp_path):
     path = tmp_path / "checkpoint.pt"
-    tiny_fit(TrainSettings(steps=2, lbfgs_steps=0, progress=False), checkpoint_path=path)
+    tiny_fit(
+        TrainSettings(adam={"steps": 2}, lbfgs={"steps": 0}, progress=False), checkpoint_path=path
+    )
     state = load_checkpoint(path)
     state["unknowns"] = {"kappa": torch.tensor(1.0), "gamma": torch.tensor(0.0)}
     save_checkpoint(path, state)
     with pytest.raises(CheckpointError, match=r"unknowns \['gamma', 'kappa'\] are not"):
-        tiny_fit(TrainSettings(steps=2, lbfgs_steps=0, progress=False), resume_from=path)
+        tiny_fit(
+            TrainSettings(adam={"steps": 2}, lbfgs={"steps": 0}, progress=False), resume_from=path
+        )
 
 
 # ---- train(cfg): config, history.csv, metrics.json, resume -------------------------------
@@ -317,8 +332,8 @@ def test_the_run_directory_records_the_unknowns(tmp_path):
     cfg = compose_config(
         [
             *SMALL,
-            "trainer.steps=10",
-            "trainer.lbfgs_steps=4",
+            "trainer.adam.steps=10",
+            "trainer.lbfgs.steps=4",
             "trainer.log_every=5",
             "problem.unknowns.kappa=2.0",
         ]
@@ -351,8 +366,8 @@ def test_bad_unknowns_in_the_config_are_refused_before_training(tmp_path, overri
 def test_a_resumed_run_continues_with_its_unknowns(tmp_path, monkeypatch):
     run = [
         *SMALL,
-        "trainer.steps=10",
-        "trainer.lbfgs_steps=6",
+        "trainer.adam.steps=10",
+        "trainer.lbfgs.steps=6",
         "trainer.log_every=2",
         "trainer.checkpoint_every=4",
     ]
@@ -382,8 +397,8 @@ def test_a_short_run_recovers_kappa_to_within_1_percent(tmp_path):
             "problem.n_boundary=64",
             "problem.params.n_observations=64",
             "model.width=16",
-            "trainer.steps=200",
-            "trainer.lbfgs_steps=300",
+            "trainer.adam.steps=200",
+            "trainer.lbfgs.steps=300",
             "trainer.log_every=100",
         ]
     )

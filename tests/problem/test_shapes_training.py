@@ -86,7 +86,11 @@ class OnShape(Problem):
 
 
 SETTINGS = TrainSettings(
-    steps=24, lbfgs_steps=8, log_every=4, resample_every=5, checkpoint_every=3, progress=False
+    adam={"steps": 24, "resample_every": 5},
+    lbfgs={"steps": 8},
+    log_every=4,
+    checkpoint_every=3,
+    progress=False,
 )
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 from cli_helpers import REPO, run_pinn
 
 FAST = [
-    "trainer.steps=30",
-    "trainer.lbfgs_steps=5",
+    "trainer.adam.steps=30",
+    "trainer.lbfgs.steps=5",
     "trainer.progress=false",
     "problem.n_interior=64",
     "problem.n_boundary=32",
@@ -51,8 +51,10 @@ model:            # the problem's own settings, over the defaults
   width: 16
   depth: 2
 trainer:
-  steps: 300
-  lbfgs_steps: 50
+  adam:
+    steps: 300
+  lbfgs:
+    steps: 50
 """
 
 
@@ -84,8 +86,8 @@ def test_overrides_run_and_console_summary(tmp_path):
         *FAST,
         "model.depth=2",
         "model.activation=gelu",
-        "trainer.lr=0.01",
-        "trainer.resample_every=10",
+        "trainer.adam.lr=0.01",
+        "trainer.adam.resample_every=10",
         "seed=4",
         "dtype=float32",
         f"hydra.run.dir={tmp_path}",
@@ -111,8 +113,8 @@ def test_multirun_sweeps_every_combination(tmp_path):
     result = run_pinn(
         "-m",
         *FAST,
-        "trainer.steps=5",
-        "trainer.lbfgs_steps=0",
+        "trainer.adam.steps=5",
+        "trainer.lbfgs.steps=0",
         "seed=0,1",
         "model.width=4,6",
         f"hydra.sweep.dir={tmp_path}",
@@ -144,7 +146,7 @@ def test_a_new_problem_module_trains_to_stated_accuracy(tmp_path):
     run_dir = tmp_path / "run"
     result = run_pinn(
         "problem=reaction",
-        "trainer.lbfgs_steps=200",  # the command line overrides the problem's settings
+        "trainer.lbfgs.steps=200",  # the command line overrides the problem's settings
         "trainer.progress=false",
         "threads=1",
         f"hydra.run.dir={run_dir}",
@@ -156,7 +158,7 @@ def test_a_new_problem_module_trains_to_stated_accuracy(tmp_path):
     assert metrics["rel_l2"] <= 1e-3  # stated accuracy for this 1-D problem
     config = (run_dir / "config.yaml").read_text()
     assert "width: 16" in config and "depth: 2" in config and "steps: 300" in config
-    assert "lbfgs_steps: 200" in config and metrics["steps"] == 500
+    assert "lbfgs:\n    steps: 200" in config and metrics["steps"] == 500
 
 
 def test_a_problem_folder_on_the_search_path_still_works(tmp_path):

@@ -13,8 +13,8 @@ from pinn.problems.poisson import Poisson
 from pinn.run.train import CONF_DIR
 
 TINY = [
-    "trainer.steps=20",
-    "trainer.lbfgs_steps=5",
+    "trainer.adam.steps=20",
+    "trainer.lbfgs.steps=5",
     "trainer.log_every=5",
     "trainer.progress=false",
     "problem.n_interior=64",
@@ -38,10 +38,10 @@ def test_every_problem_config_composes_and_loads(name):
 @pytest.mark.parametrize(
     ("override", "key", "allowed"),
     [
-        ("trainer.steps=-5", "trainer.steps", ">= 0"),
-        ("trainer.lbfgs_steps=-1", "trainer.lbfgs_steps", ">= 0"),
-        ("trainer.lr=-0.1", "trainer.lr", "> 0"),
-        ("trainer.resample_every=-2", "trainer.resample_every", ">= 0"),
+        ("trainer.adam.steps=-5", "trainer.adam.steps", ">= 0"),
+        ("trainer.lbfgs.steps=-1", "trainer.lbfgs.steps", ">= 0"),
+        ("trainer.adam.lr=-0.1", "trainer.adam.lr", "> 0"),
+        ("trainer.adam.resample_every=-2", "trainer.adam.resample_every", ">= 0"),
         ("problem.n_interior=0", "problem.n_interior", ">= 1"),
         ("problem.n_boundary=0", "problem.n_boundary", ">= 1"),
         ("problem.sampler=grid", "problem.sampler", "uniform, sobol, lhs"),

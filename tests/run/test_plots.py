@@ -292,6 +292,17 @@ def test_the_loss_plot_marks_the_switch_to_lbfgs():
     ]
 
 
+def test_the_loss_plot_names_each_phase_of_any_order_by_its_title():
+    rows = [
+        {"step": step, "phase": phase, "loss": 1.0 / (step + 1)}
+        for step, phase in [(0, "lbfgs"), (5, "lbfgs"), (6, "adam"), (9, "newton"), (10, "final")]
+    ]
+    assert phase_switches(rows) == [(6, "adam"), (9, "newton")]
+    axis = loss_figure(rows).axes[0]
+    names = [(text.get_position()[0], text.get_text().strip()) for text in axis.texts]
+    assert names == [(6, "Adam"), (9, "newton")]  # a phase pinn does not know: its own name
+
+
 def test_the_loss_plot_shows_rel_l2_on_its_own_log_axis():
     figure = loss_figure(history())
     loss_axis, right = figure.axes
@@ -338,8 +349,8 @@ def test_unknown_choices_are_refused_in_one_line(outputs, message):
 # --- a run's plots ---------------------------------------------------------------------------
 
 TINY = [
-    "trainer.steps=6",
-    "trainer.lbfgs_steps=3",
+    "trainer.adam.steps=6",
+    "trainer.lbfgs.steps=3",
     "trainer.log_every=3",
     "trainer.progress=false",
     "problem.n_interior=32",

@@ -13,8 +13,8 @@ import pinn
 from pinn import compose_config, train
 
 SMALL = [
-    "trainer.steps=5",
-    "trainer.lbfgs_steps=0",
+    "trainer.adam.steps=5",
+    "trainer.lbfgs.steps=0",
     "trainer.progress=false",
     "problem.n_interior=64",
     "problem.n_boundary=32",

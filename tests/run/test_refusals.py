@@ -201,15 +201,21 @@ def test_every_library_problem_passes_the_checks(name):
 
 def test_a_right_config_from_a_notebook_passes_and_a_wrong_one_is_refused():
     check_config(compose_config(["model.width=64", "trainer.compile=true", "threads=2"]))
-    cfg = compose_config(["+trainer.stesp=5"])
-    with pytest.raises(ConfigError, match="did you mean trainer.steps"):
+    cfg = compose_config(["+trainer.adam.stesp=5"])
+    with pytest.raises(ConfigError, match="did you mean trainer.adam.steps"):
         check_config(cfg)
 
 
 @pytest.mark.parametrize(
     ("override", "message"),
     [
-        ("+trainer.foo=1", "unknown config key 'trainer.foo': the keys of trainer are steps, lr"),
+        (
+            "+trainer.foo=1",
+            "unknown config key 'trainer.foo': the keys of trainer are phases, adam",
+        ),
+        ("+trainer.steps=1", "did you mean trainer.adam.steps?"),  # phases-rename: keep
+        ("+trainer.lbfgs_steps=1", "did you mean trainer.lbfgs.steps?"),  # phases-rename: keep
+        ("+trainer.lr=1", "did you mean trainer.adam.lr?"),  # phases-rename: keep
         ("+sed=1", "did you mean seed?"),
         ("threads=two", "threads must be null or a whole number: Value 'two'"),
         ("seed=x", "seed must be a whole number: Value 'x'"),

@@ -21,8 +21,8 @@ from pinn.errors import ConfigError, OutputError, RunDirectoryError
 from pinn.run.rundir import LOCK_NAME, claim_run_dir
 
 FAST = [
-    "trainer.steps=20",
-    "trainer.lbfgs_steps=5",
+    "trainer.adam.steps=20",
+    "trainer.lbfgs.steps=5",
     "trainer.log_every=5",
     "trainer.checkpoint_every=5",
     "trainer.progress=false",

@@ -9,8 +9,8 @@ from cli_helpers import run_pinn
 from pinn.run.sweep import table
 
 FAST = [
-    "trainer.steps=5",
-    "trainer.lbfgs_steps=0",
+    "trainer.adam.steps=5",
+    "trainer.lbfgs.steps=0",
     "trainer.progress=false",
     "problem.n_interior=32",
     "problem.n_boundary=16",

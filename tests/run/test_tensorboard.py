@@ -13,8 +13,8 @@ from pinn.run.resume import check_same_run
 from pinn.run.tensorboard import TENSORBOARD_DIR
 
 TINY = [
-    "trainer.steps=20",
-    "trainer.lbfgs_steps=5",
+    "trainer.adam.steps=20",
+    "trainer.lbfgs.steps=5",
     "trainer.log_every=5",
     "trainer.checkpoint_every=10",
     "trainer.progress=false",

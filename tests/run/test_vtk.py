@@ -17,8 +17,8 @@ from pinn.run.validation import Validator
 from pinn.run.vtk import write_vtk
 
 SMALL = [
-    "trainer.steps=5",
-    "trainer.lbfgs_steps=0",
+    "trainer.adam.steps=5",
+    "trainer.lbfgs.steps=0",
     "trainer.progress=false",
     "problem.n_interior=64",
     "problem.n_boundary=32",

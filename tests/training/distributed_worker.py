@@ -27,10 +27,9 @@ from pinn.problems.inverse_poisson import InversePoisson
 from pinn.training.distributed import World, rank_seed, start, stop
 
 SETTINGS = TrainSettings(
-    steps=24,
-    lbfgs_steps=12,
+    adam={"steps": 24, "resample_every": 3},
+    lbfgs={"steps": 12},
     log_every=4,
-    resample_every=3,
     checkpoint_every=4,
     weighting="lra",
     weighting_every=5,

@@ -47,7 +47,9 @@ def tiny_fit(tmp_path, callbacks, world=None, resume_from=None, **settings):
     points = PointSampler(
         problem.domain, 64, 32, "sobol", torch.Generator().manual_seed(1), dtype=torch.float64
     )
-    options = dict(steps=20, lbfgs_steps=10, log_every=5, checkpoint_every=10, progress=False)
+    options = dict(
+        adam={"steps": 20}, lbfgs={"steps": 10}, log_every=5, checkpoint_every=10, progress=False
+    )
     return fit(
         problem,
         model,
@@ -108,14 +110,14 @@ def test_a_callback_changing_its_row_leaves_the_history_alone(tmp_path):
             row["loss"] = -1.0
 
     calls = Calls()
-    result = tiny_fit(tmp_path, [Scribbles(), calls], lbfgs_steps=0)
+    result = tiny_fit(tmp_path, [Scribbles(), calls], lbfgs={"steps": 0})
     assert all(row["loss"] > 0 for row in result.history)
     assert [call[2] for call in calls.calls if call[0] == "row"] == result.history
 
 
 def test_without_lbfgs_adam_goes_straight_to_done(tmp_path):
     calls = Calls()
-    tiny_fit(tmp_path, [calls], lbfgs_steps=0)
+    tiny_fit(tmp_path, [calls], lbfgs={"steps": 0})
     assert [call for call in calls.calls if call[0] == "phase"] == [("phase", "adam", "done")]
 
 
@@ -128,9 +130,9 @@ def test_a_resumed_run_calls_from_where_it_takes_up(tmp_path):
     keep = KeepsStep10()
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    whole = tiny_fit(tmp_path / "a", [keep], lbfgs_steps=0)
+    whole = tiny_fit(tmp_path / "a", [keep], lbfgs={"steps": 0})
     calls = Calls()
-    resumed = tiny_fit(tmp_path / "b", [calls], lbfgs_steps=0, resume_from=keep.saved)
+    resumed = tiny_fit(tmp_path / "b", [calls], lbfgs={"steps": 0}, resume_from=keep.saved)
     rows = [call[2] for call in calls.calls if call[0] == "row"]
     assert [row["step"] for row in rows] == [10, 15, 20]  # the rows before came with the state
     assert rows == resumed.history[2:]
@@ -140,16 +142,16 @@ def test_a_resumed_run_calls_from_where_it_takes_up(tmp_path):
 
 
 def test_a_finished_run_resumed_only_ends(tmp_path):
-    tiny_fit(tmp_path, [], lbfgs_steps=0)
+    tiny_fit(tmp_path, [], lbfgs={"steps": 0})
     calls = Calls()
-    result = tiny_fit(tmp_path, [calls], lbfgs_steps=0, resume_from=tmp_path / "checkpoint.pt")
+    result = tiny_fit(tmp_path, [calls], lbfgs={"steps": 0}, resume_from=tmp_path / "checkpoint.pt")
     assert calls.kinds() == [("end", 20)] and calls.calls[0][2] is result
 
 
 def test_ranks_other_than_0_call_no_callbacks(tmp_path):
     calls = Calls()
     # A world of one process that is not rank 0: nothing to reduce, but not the main process.
-    result = tiny_fit(tmp_path, [calls], world=World(rank=1, size=1), lbfgs_steps=0)
+    result = tiny_fit(tmp_path, [calls], lbfgs={"steps": 0}, world=World(rank=1, size=1))
     assert calls.calls == [] and len(result.history) == 5
     assert not (tmp_path / "history.csv").exists()
 

@@ -99,9 +99,8 @@ def small_fit(compile_setting: str, steps: int = 25, **options):
     model = MLP(2, 1, 16, 2, lower=[0, 0], upper=[1, 1], generator=torch.Generator().manual_seed(0))
     points = PointSampler(problem.domain, 128, 64, "uniform", torch.Generator().manual_seed(1))
     settings = TrainSettings(
-        steps=steps,
-        lbfgs_steps=5,
-        resample_every=1,
+        adam={"steps": steps, "resample_every": 1},
+        lbfgs={"steps": 5},
         log_every=5,
         progress=False,
         compile=compile_setting,

@@ -159,10 +159,10 @@ RUN = [
     "problem.n_boundary=32",
     "model.width=8",
     "model.depth=2",
-    "trainer.steps=30",
-    "trainer.lbfgs_steps=10",
+    "trainer.adam.steps=30",
+    "trainer.lbfgs.steps=10",
     "trainer.log_every=5",
-    "trainer.resample_every=5",
+    "trainer.adam.resample_every=5",
 ]
 
 
@@ -175,7 +175,7 @@ def cli(processes: int | None, run_dir: Path, *extra: str, timeout: float = 240)
     return torchrun(processes, arguments, timeout)
 
 
-LONGER = ["trainer.steps=400", "trainer.lbfgs_steps=20", "trainer.checkpoint_every=10"]
+LONGER = ["trainer.adam.steps=400", "trainer.lbfgs.steps=20", "trainer.checkpoint_every=10"]
 
 
 @pytest.fixture(scope="module")
@@ -325,7 +325,7 @@ def test_a_process_that_dies_ends_the_run_and_leaves_the_checkpoint(tmp_path):
     # Two processes started as torchrun starts them, without its agent (which would stop the
     # survivor itself): rank 1 is killed part-way, and rank 0 must say so and stop, not hang.
     run_dir = tmp_path / "run"
-    extra = ["trainer.steps=100000", "trainer.checkpoint_every=20", "distributed.timeout_s=60"]
+    extra = ["trainer.adam.steps=100000", "trainer.checkpoint_every=20", "distributed.timeout_s=60"]
     command = [sys.executable, "-m", "pinn", *RUN, f"hydra.run.dir={run_dir}", *extra]
     port = str(free_port())
     ranks = [

@@ -16,8 +16,8 @@ from pinn.training.lbfgs import LBFGS, STALLED, TOLERANCE, plateau_reason
 from pinn.training.recording import Recorder
 
 
-def adam_rates(**settings):
-    _, result = small_run(lbfgs_steps=0, log_every=1, **settings)
+def adam_rates(**adam):
+    _, result = small_run(adam=adam, lbfgs={"steps": 0}, log_every=1)
     return [(row["step"], row["lr"]) for row in result.history if row["phase"] == "adam"]
 
 
@@ -34,20 +34,20 @@ def test_constant_schedule_stays_constant_and_exponential_is_the_default():
     assert {lr for _, lr in adam_rates(steps=10, lr=3e-3, schedule="constant")} == {3e-3}
     for step, lr in adam_rates(steps=10, lr=3e-3, lr_decay=0.1):
         assert lr == pytest.approx(3e-3 * 0.1 ** (step / 10), rel=1e-12)
-    assert TrainSettings().schedule == "exponential"
+    assert TrainSettings().adam.schedule == "exponential"
 
 
 def test_bad_schedule_and_tolerance_are_refused():
     allowed = "choose one of exponential, cosine, constant"
-    with pytest.raises(ConfigError, match=f"trainer.schedule='linear' is unknown; {allowed}"):
-        TrainSettings(schedule="linear")
+    with pytest.raises(ConfigError, match=f"trainer.adam.schedule='linear' is unknown; {allowed}"):
+        TrainSettings(adam={"schedule": "linear"})
     for tolerance in (-1e-3, 1.0, math.nan, "small"):
-        with pytest.raises(ConfigError, match="trainer.lbfgs_tolerance"):
-            TrainSettings(lbfgs_tolerance=tolerance)
-        with pytest.raises(ConfigError, match="trainer.lbfgs_stall_decrease"):
-            TrainSettings(lbfgs_stall_decrease=tolerance)
-    with pytest.raises(ConfigError, match="trainer.lbfgs_stall_window"):
-        TrainSettings(lbfgs_stall_window=-1)
+        with pytest.raises(ConfigError, match="trainer.lbfgs.tolerance"):
+            TrainSettings(lbfgs={"tolerance": tolerance})
+        with pytest.raises(ConfigError, match="trainer.lbfgs.stall_decrease"):
+            TrainSettings(lbfgs={"stall_decrease": tolerance})
+    with pytest.raises(ConfigError, match="trainer.lbfgs.stall_window"):
+        TrainSettings(lbfgs={"stall_window": -1})
 
 
 @pytest.fixture
@@ -83,7 +83,7 @@ def check_rows(model, result, seen, weights=None):
 
 
 def test_lbfgs_logs_every_iteration_with_the_loss_of_its_parameters(lbfgs_points):
-    model, result = small_run(steps=10, lbfgs_steps=23, log_every=5)
+    model, result = small_run(adam={"steps": 10}, lbfgs={"steps": 23}, log_every=5)
     final = result.history[-1]
     rows = check_rows(model, result, lbfgs_points)
     assert [row["step"] for row in rows] == list(range(11, 34))
@@ -93,7 +93,7 @@ def test_lbfgs_logs_every_iteration_with_the_loss_of_its_parameters(lbfgs_points
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_lbfgs_tolerance_stops_early_and_says_so(lbfgs_points, capsys, dtype):
-    settings = dict(steps=10, lbfgs_steps=300, log_every=20, lbfgs_tolerance=0.02)
+    settings = dict(adam={"steps": 10}, lbfgs={"steps": 300, "tolerance": 0.02}, log_every=20)
     model, result = small_run(dtype=dtype, **settings)
     rows = check_rows(model, result, lbfgs_points)
     assert 2 < len(rows) < 300 and result.steps == 10 + len(rows)
@@ -104,7 +104,9 @@ def test_lbfgs_tolerance_stops_early_and_says_so(lbfgs_points, capsys, dtype):
 
 
 def test_float32_lbfgs_runs_its_iterations(lbfgs_points, capsys):
-    model, result = small_run(steps=10, lbfgs_steps=40, log_every=15, dtype=torch.float32)
+    model, result = small_run(
+        adam={"steps": 10}, lbfgs={"steps": 40}, log_every=15, dtype=torch.float32
+    )
     rows = check_rows(model, result, lbfgs_points)
     said = capsys.readouterr().out
     assert len(rows) == 40 or f"stopped after {len(rows)} iterations: {STALLED}" in said
@@ -209,9 +211,8 @@ def test_pinn_loss_like_torch_and_scale_free_unlike_torch():
 
 
 def test_plateau_rule_stops_once_a_window_of_iterations_gains_too_little(lbfgs_points, capsys):
-    settings = dict(steps=10, lbfgs_steps=400, log_every=50)
-    rule = dict(lbfgs_stall_window=20, lbfgs_stall_decrease=0.2)
-    model, result = small_run(**settings, **rule)
+    rule = {"stall_window": 20, "stall_decrease": 0.2}
+    model, result = small_run(adam={"steps": 10}, lbfgs={"steps": 400, **rule}, log_every=50)
     rows = check_rows(model, result, lbfgs_points)
     losses = [row["loss"] for row in rows]
     assert 20 < len(losses) < 400

@@ -45,11 +45,11 @@ RUN = [
     "problem.n_boundary=32",
     "model.width=8",
     "model.depth=2",
-    "trainer.steps=300",
-    "trainer.lbfgs_steps=200",
+    "trainer.adam.steps=300",
+    "trainer.lbfgs.steps=200",
     "trainer.log_every=10",
     "trainer.checkpoint_every=5",
-    "trainer.resample_every=7",
+    "trainer.adam.resample_every=7",
 ]
 WEIGHTS = {"dirichlet": 100.0}
 
@@ -88,7 +88,11 @@ def tiny_fit(settings, refinement=None, **options):
 
 
 SETTINGS = TrainSettings(
-    steps=30, lbfgs_steps=25, log_every=5, resample_every=4, checkpoint_every=3, progress=False
+    adam={"steps": 30, "resample_every": 4},
+    lbfgs={"steps": 25},
+    log_every=5,
+    checkpoint_every=3,
+    progress=False,
 )
 
 
@@ -127,10 +131,9 @@ def test_resuming_from_any_checkpoint_ends_exactly_like_the_uninterrupted_run(ev
 
 
 ADAPTIVE = TrainSettings(
-    steps=30,
-    lbfgs_steps=10,
+    adam={"steps": 30, "resample_every": 8},
+    lbfgs={"steps": 10},
     log_every=5,
-    resample_every=8,
     checkpoint_every=3,
     weighting="lra",
     weighting_every=4,
@@ -190,7 +193,9 @@ def test_fit_refuses_a_checkpoint_of_another_run(every_checkpoint):
     _, _, written = every_checkpoint
     state = torch.load(io.BytesIO(written[2]), weights_only=True)
     with pytest.raises(ConfigError, match="other settings"):
-        tiny_fit(TrainSettings(steps=31, lbfgs_steps=25, log_every=5), resume_from=state)
+        tiny_fit(
+            TrainSettings(adam={"steps": 31}, lbfgs={"steps": 25}, log_every=5), resume_from=state
+        )
     settings = TrainSettings(**{**vars(SETTINGS), "progress": True, "checkpoint_every": 0})
     tiny_fit(settings, resume_from=state)  # display and checkpointing may change
     with pytest.raises(CheckpointError, match="no training state"):

@@ -36,7 +36,7 @@ def small_run(problem=None, seed=0, dtype=torch.float64, weights=None, **setting
     points = PointSampler(
         problem.domain, 64, 32, "sobol", torch.Generator().manual_seed(seed + 1), dtype=dtype
     )
-    options = dict(steps=20, lbfgs_steps=10, log_every=5, progress=False)
+    options = dict(adam={"steps": 20}, lbfgs={"steps": 10}, log_every=5, progress=False)
     result = fit(problem, model, TrainSettings(**(options | settings)), points, weights=weights)
     return model, result
 
@@ -59,7 +59,7 @@ def test_same_seed_same_result_other_seed_differs(dtype):
 
 
 def test_training_lowers_the_loss():
-    _, result = small_run(steps=100, lbfgs_steps=50)
+    _, result = small_run(adam={"steps": 100}, lbfgs={"steps": 50})
     assert result.final_loss < 0.05 * result.history[0]["loss"]
     assert result.steps == 150
     assert [row["phase"] for row in result.history][-1] == "final"
@@ -75,38 +75,41 @@ def test_resampling_redraws_the_points_every_n_steps(monkeypatch):
         return batch
 
     monkeypatch.setattr(PointSampler, "draw", spy)
-    small_run(steps=7, lbfgs_steps=0, resample_every=3)
+    small_run(adam={"steps": 7, "resample_every": 3}, lbfgs={"steps": 0})
     assert len(drawn) == 3  # at steps 0, 3 and 6
     assert not torch.allclose(drawn[0], drawn[1])
     assert not torch.allclose(drawn[1], drawn[2])
 
     drawn.clear()
-    small_run(steps=7, lbfgs_steps=0, resample_every=0)
+    small_run(adam={"steps": 7, "resample_every": 0}, lbfgs={"steps": 0})
     assert len(drawn) == 1
 
 
 def test_weights_scale_the_terms_and_unknown_names_are_refused():
-    _, result = small_run(steps=1, lbfgs_steps=0, weights={"dirichlet": 10.0})
+    _, result = small_run(adam={"steps": 1}, lbfgs={"steps": 0}, weights={"dirichlet": 10.0})
     first = result.history[0]
     assert first["loss"] == pytest.approx(first["pde"] + 10.0 * first["dirichlet"])
     with pytest.raises(ConfigError, match=r"unknown loss term.*\['pde', 'dirichlet'\]"):
-        small_run(steps=1, lbfgs_steps=0, weights={"bc": 1.0})
+        small_run(adam={"steps": 1}, lbfgs={"steps": 0}, weights={"bc": 1.0})
 
 
 @pytest.mark.parametrize(
     ("key", "value"),
     [
-        ("steps", -1),
-        ("lbfgs_steps", -3),
-        ("lr", 0.0),
-        ("lr", math.nan),
+        ("adam.steps", -1),
+        ("lbfgs.steps", -3),
+        ("adam.lr", 0.0),
+        ("adam.lr", math.nan),
         ("log_every", 0),
-        ("resample_every", 1.5),
+        ("adam.resample_every", 1.5),
+        ("lbfgs.history_size", 0),
     ],
 )
 def test_settings_refuse_nonsense(key, value):
+    block, _, name = key.rpartition(".")
+    given = {block: {name: value}} if block else {key: value}
     with pytest.raises(ConfigError, match=f"trainer.{key}"):
-        TrainSettings(**{key: value})
+        TrainSettings(**given)
 
 
 class BlowsUp(Poisson):
@@ -128,7 +131,7 @@ def test_nan_loss_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path):
         problem.domain, 32, 16, "uniform", torch.Generator().manual_seed(1), dtype=torch.float64
     )
     settings = TrainSettings(
-        steps=50, lbfgs_steps=0, checkpoint_every=5, log_every=5, progress=False
+        adam={"steps": 50}, lbfgs={"steps": 0}, checkpoint_every=5, log_every=5, progress=False
     )
     path = tmp_path / "checkpoint.pt"
     with pytest.raises(TrainingDiverged, match=r"loss became nan at step 23.*written at step 20"):
@@ -167,7 +170,7 @@ def test_boundary_conditions_on_named_faces():
     points = PointSampler(
         problem.domain, 32, 2, "sobol", torch.Generator().manual_seed(1), dtype=torch.float64
     )
-    settings = TrainSettings(steps=200, lr=1e-2, lbfgs_steps=200, progress=False)
+    settings = TrainSettings(adam={"steps": 200, "lr": 1e-2}, lbfgs={"steps": 200}, progress=False)
     result = fit(problem, model, settings, points)
     assert set(result.history[0]) >= {"pde", "left", "right"}
     x = torch.linspace(0, 2, 11, dtype=torch.float64)[:, None]

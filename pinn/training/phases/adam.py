@@ -1,0 +1,115 @@
+"""The Adam phase: `steps` Adam steps, the learning rate falling by a schedule, the points
+redrawn or refined as it goes, loss weights adapting (LRA) where asked."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from pinn.errors import ConfigError, require_int
+from pinn.training.phases.base import Phase
+from pinn.training.schedules import adam_schedule, check_schedule
+
+if TYPE_CHECKING:
+    from pinn.training.phases.parts import Parts
+    from pinn.training.state import RunState
+
+
+@dataclass
+class AdamSettings:
+    """The block `trainer.adam`.
+
+    Attributes:
+        steps: Adam steps (>= 0).
+        lr: the initial learning rate (> 0).
+        lr_decay: the learning rate falls to lr * lr_decay by the last Adam step.
+        schedule: how it falls, "exponential", "cosine" or "constant" (`pinn.training.schedules`).
+        resample_every: steps between redraws of the points; 0 draws them once.
+    """
+
+    steps: int = 1000
+    lr: float = 1e-3
+    lr_decay: float = 0.1
+    schedule: str = "exponential"
+    resample_every: int = 0
+
+    def __post_init__(self) -> None:
+        for key in ("steps", "resample_every"):
+            require_int(f"trainer.adam.{key}", getattr(self, key), minimum=0)
+        for key in ("lr", "lr_decay"):
+            value = getattr(self, key)
+            if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+                raise ConfigError(f"trainer.adam.{key} must be a number > 0, got {value!r}")
+        check_schedule(self.schedule)
+
+
+class AdamPhase(Phase):
+    """Adam from the phase's current step to `settings.steps`. A checkpoint of a step holds
+    the state at its start (written after its loss): resumed, it redoes the step."""
+
+    name = "adam"
+    title = "Adam"
+    settings_type = AdamSettings
+    saves_step_start = True
+
+    def __init__(self, settings: AdamSettings):
+        super().__init__(settings)
+        self.optimizer: torch.optim.Optimizer | None = None
+        self.scheduler: torch.optim.lr_scheduler.LRScheduler | None = None
+
+    def run(self, state: RunState, parts: Parts, saved: dict[str, Any] | None) -> None:
+        settings, start = self.settings, state.phase_start
+        first = state.step - start  # steps of this phase already taken
+        self.optimizer = _adam(state.parameters, settings.lr)
+        self.scheduler = adam_schedule(
+            self.optimizer, settings.schedule, settings.steps, settings.lr_decay
+        )
+        if saved is not None:  # moments, step counts and the current rate
+            self.optimizer.load_state_dict(saved["optimizer"])
+            self.scheduler.load_state_dict(saved["scheduler"])
+        every = settings.resample_every
+        for local in range(first, settings.steps):
+            step = start + local
+            # Fresh points every `every` steps, then refined where the residual is large; the
+            # first step uses the points drawn (or restored with the checkpoint).
+            if local > first and every and local % every == 0:
+                state.batch = state.points.draw()
+            if local > first and state.points.refinement.due(local):
+                state.batch = state.points.refine(parts.loss.residual_magnitude)
+            # A signal (Ctrl-C, SIGTERM) since the last step: this step's checkpoint, then stop.
+            stopping = parts.interrupts.requested()
+            checkpoint_due = stopping or parts.checkpoints.due(step)
+            if checkpoint_due:
+                state.mark_step_start()
+            self.optimizer.zero_grad(set_to_none=True)
+            terms, loss = parts.loss(state.batch, step=local)
+            loss.backward()
+            terms, loss = parts.loss.reduce(terms, loss, gradients=True)
+            parts.watch.record(step, terms, loss)  # on the device: read at the next row or save
+            if checkpoint_due:
+                parts.save(state, loss)
+            if stopping:
+                parts.stop(state)
+            if local % state.settings.log_every == 0:  # from the phase's first step on
+                parts.row(step, self.name, terms, loss, lr=self.optimizer.param_groups[0]["lr"])
+            self.optimizer.step()
+            self.scheduler.step()
+            parts.recorder.advance()
+        parts.watch.check()
+
+    def state_dict(self) -> dict[str, Any] | None:
+        if self.optimizer is None:
+            return None
+        return {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict()}
+
+
+def _adam(parameters: list[torch.Tensor], lr: float) -> torch.optim.Adam:
+    """Adam with the fused kernel (one call updates every parameter: less per-step overhead)
+    where this torch and device have one (CPU since torch 2.4), else the default kernel."""
+    try:
+        return torch.optim.Adam(parameters, lr=lr, fused=True)
+    except (RuntimeError, ValueError):  # "fused=True requires ... supported devices"
+        return torch.optim.Adam(parameters, lr=lr)

@@ -1,0 +1,55 @@
+"""`Phase`: the one interface every training method of a run has.
+
+    phase = AdamPhase(AdamSettings(steps=1000))
+    phase.steps_left(state)              # steps of its budget not yet taken (0: skip it)
+    phase.run(state, parts, saved)       # from where `state` is, to the end of its budget
+    phase.state_dict()                   # its optimiser's state, for the checkpoint
+
+A phase starts where the state is: `state.step - state.phase_start` steps of it are done (a
+resumed run takes up mid-phase, with `saved`, what `state_dict` returned when its checkpoint
+was written). It reports history rows, checkpoints and its entry through `Parts`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:  # the phases are imported by the settings, below the state and parts
+    from pinn.training.phases.parts import Parts
+    from pinn.training.state import RunState
+
+
+class Phase:
+    """One training method: its name (in `trainer.phases` and the history), its settings
+    dataclass (the block `trainer.<name>`), and how it runs.
+
+    Class attributes:
+        name: the registry's and history's name of the phase ("adam").
+        title: its name for people: the progress bar and the loss plot ("Adam").
+        settings_type: the dataclass of its settings, with a field `steps` (its budget).
+        deterministic: it needs a deterministic loss (refused with a stochastic Laplacian).
+        saves_step_start: its checkpoints are written after a step's loss and before its
+            update, so they hold the engine and loss weights as the step started (Adam).
+    """
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    settings_type: ClassVar[type]
+    deterministic: ClassVar[bool] = False
+    saves_step_start: ClassVar[bool] = False
+
+    def __init__(self, settings: Any):
+        self.settings = settings
+
+    def steps_left(self, state: RunState) -> int:
+        """How many of its `settings.steps` the run has not taken yet (from `state.phase_start`
+        when the state is in this phase; all of them before it starts)."""
+        return self.settings.steps - (state.step - state.phase_start)
+
+    def run(self, state: RunState, parts: Parts, saved: dict[str, Any] | None) -> None:
+        """Train from `state` to the end of the budget (or an early stop it says why)."""
+        raise NotImplementedError
+
+    def state_dict(self) -> dict[str, Any] | None:
+        """The optimiser's state (tensors, numbers, lists, dicts), or None before it runs."""
+        return None

@@ -1,0 +1,116 @@
+"""The L-BFGS phase: pinn's L-BFGS (`pinn.training.lbfgs`, strong Wolfe line search) on the
+last points drawn, a history row per iteration, stopping early on a stall, a failed line
+search or the tolerance."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from pinn.errors import ConfigError, require_int
+from pinn.training.lbfgs import LBFGS
+from pinn.training.phases.base import Phase
+
+if TYPE_CHECKING:
+    from pinn.training.phases.parts import Parts
+    from pinn.training.state import RunState
+
+
+@dataclass
+class LBFGSSettings:
+    """The block `trainer.lbfgs`.
+
+    Attributes:
+        steps: L-BFGS iterations (>= 0).
+        tolerance: stop after the first iteration that lowers the loss by less than this
+            fraction of it (0 = run all `steps`); it also stops when its line search finds no
+            lower loss.
+        stall_window, stall_decrease: stop once the last `stall_window` iterations together
+            lowered the loss by less than `stall_decrease` of it: a plateau that would only
+            burn the clock (a window of 0 = never).
+        history_size: curvature pairs kept (the memory of L-BFGS), >= 1.
+    """
+
+    steps: int = 1000
+    tolerance: float = 0.0
+    stall_window: int = 100
+    stall_decrease: float = 1e-3
+    history_size: int = 50
+
+    def __post_init__(self) -> None:
+        for key in ("steps", "stall_window"):
+            require_int(f"trainer.lbfgs.{key}", getattr(self, key), minimum=0)
+        require_int("trainer.lbfgs.history_size", self.history_size, minimum=1)
+        for key in ("tolerance", "stall_decrease"):
+            fraction = getattr(self, key)
+            if not isinstance(fraction, (int, float)) or not 0 <= fraction < 1:
+                raise ConfigError(f"trainer.lbfgs.{key} must be in [0, 1), got {fraction!r}")
+
+
+class LBFGSPhase(Phase):
+    """L-BFGS for what is left of `settings.steps`, in chunks of `trainer.log_every`
+    iterations with a checkpoint maybe between them; it says why when it stops early."""
+
+    name = "lbfgs"
+    title = "L-BFGS"
+    settings_type = LBFGSSettings
+    deterministic = True
+
+    def __init__(self, settings: LBFGSSettings):
+        super().__init__(settings)
+        self.optimizer: LBFGS | None = None
+
+    def run(self, state: RunState, parts: Parts, saved: dict[str, Any] | None) -> None:
+        settings, log_every = self.settings, state.settings.log_every
+        total = settings.steps
+        remaining = self.steps_left(state)
+        optimizer = LBFGS(
+            state.parameters,
+            history_size=settings.history_size,
+            stall_window=settings.stall_window,
+            stall_decrease=settings.stall_decrease,
+        )
+        if saved is not None:  # directions, step sizes, last gradient, ...
+            optimizer.load_state_dict(saved["optimizer"])
+        self.optimizer = optimizer
+
+        def closure() -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+            optimizer.zero_grad()
+            terms, loss = parts.loss(state.batch)
+            loss.backward()
+            terms, loss = parts.loss.reduce(terms, loss, gradients=True)
+            parts.watch.require_finite(terms, loss, state.step, self.name)
+            return loss, {name: value.detach() for name, value in terms.items()}
+
+        last = {}
+
+        def on_iteration(loss: torch.Tensor, terms: dict[str, torch.Tensor]) -> None:
+            # The model is at this iteration's parameters and `loss` is theirs (no extra
+            # evaluation: see LBFGS.iterate).
+            parts.recorder.advance()
+            step = state.step
+            parts.row(step, self.name, terms, loss, validate=step % log_every == 0)
+            last["loss"] = loss
+
+        chunk = min(log_every, total)
+        while remaining > 0:
+            done, why = optimizer.iterate(
+                closure,
+                min(chunk, remaining),
+                on_iteration,
+                settings.tolerance,
+                parts.interrupts.requested,
+            )
+            remaining -= done
+            if why is not None:
+                parts.recorder.say(f"L-BFGS stopped after {total - remaining} iterations: {why}.")
+                return
+            if parts.interrupts.requested():  # a signal: the chunk ended after this iteration
+                parts.save(state, last["loss"])
+                parts.stop(state)
+            parts.save_if_due(state, last["loss"])
+
+    def state_dict(self) -> dict[str, Any] | None:
+        return None if self.optimizer is None else {"optimizer": self.optimizer.state_dict()}
