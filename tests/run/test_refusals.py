@@ -247,7 +247,7 @@ def test_a_problem_yaml_giving_only_its_target_trains_with_the_defaults(
     write_problem(tmp_path, "reaction", "reaction", REACTION_MODULE, yaml)
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
-    short = ["trainer.steps=100", "trainer.lbfgs_steps=100", "trainer.progress=false"]
+    short = ["trainer.adam.steps=100", "trainer.lbfgs.steps=100", "trainer.progress=false"]
     cfg = compose_config(["problem=reaction", *short, "model.width=8", "threads=1"])
     assert (cfg.problem.n_interior, cfg.problem.sampler, dict(cfg.problem.params)) == (
         2000,
