@@ -32,7 +32,7 @@ from pinn.training.history import HISTORY_NAME, HistoryCSV, HistoryFile
 from pinn.training.lbfgs import LBFGS
 from pinn.training.levenberg_marquardt import LevenbergMarquardt
 from pinn.training.loop import fit
-from pinn.training.phases import PHASES, AdamSettings, LBFGSSettings
+from pinn.training.phases import PHASES, AdamSettings, GaussNewtonSettings, LBFGSSettings
 from pinn.training.residual_rows import ResidualRows, Rows
 from pinn.training.settings import TrainSettings
 from pinn.training.state import FitResult, RunState
@@ -42,6 +42,7 @@ __all__ = [
     "PHASES",
     "AdamSettings",
     "LBFGSSettings",
+    "GaussNewtonSettings",
     "CHECKPOINT_NAME",
     "HISTORY_NAME",
     "WEIGHTINGS",

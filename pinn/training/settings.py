@@ -15,7 +15,13 @@ from typing import Any
 
 from pinn.errors import ConfigError, require_int
 from pinn.training.compiling import check_compile
-from pinn.training.phases import PHASES, AdamSettings, LBFGSSettings, phase_class
+from pinn.training.phases import (
+    PHASES,
+    AdamSettings,
+    GaussNewtonSettings,
+    LBFGSSettings,
+    phase_class,
+)
 from pinn.training.weighting import LossWeights
 
 
@@ -29,6 +35,8 @@ class TrainSettings:
             is taken too). A phase of 0 steps is skipped.
         adam: `AdamSettings` (steps, lr, lr_decay, schedule, resample_every).
         lbfgs: `LBFGSSettings` (steps, tolerance, stall_window, stall_decrease, history_size).
+        gauss_newton: `GaussNewtonSettings` (steps, damping, solver, max_tries, stall_window,
+            stall_decrease, dense_limit).
         weighting: "fixed" (the weights given to `fit`) or "lra", learning-rate annealing
             (`pinn.training.weighting`): during Adam, every `weighting_every` steps, the
             condition and data terms' weights move towards balancing their gradients with the
@@ -48,6 +56,7 @@ class TrainSettings:
     phases: list[str] = field(default_factory=lambda: ["adam", "lbfgs"])
     adam: AdamSettings = field(default_factory=AdamSettings)
     lbfgs: LBFGSSettings = field(default_factory=LBFGSSettings)
+    gauss_newton: GaussNewtonSettings = field(default_factory=GaussNewtonSettings)
     weighting: str = "fixed"
     weighting_every: int = 100
     weighting_alpha: float = 0.1

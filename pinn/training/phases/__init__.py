@@ -7,14 +7,14 @@ Each is a `Phase` (pinn.training.phases.base) in its own module, with its settin
 (the block `trainer.<name>` of the config). A phase may appear more than once in the list
 ([adam, lbfgs, adam]); each time it runs its whole budget with the same settings block.
 
-Adding an optimiser, say Gauss-Newton (an algorithm module such as
-pinn/training/levenberg_marquardt.py doing the steps):
+Adding an optimiser (gauss_newton.py is the example: the algorithm lives in
+pinn/training/levenberg_marquardt.py, the phase only runs it):
 
-1. pinn/training/phases/gauss_newton.py: `GaussNewtonSettings` (a dataclass with `steps`
-   and its own keys, checked in `__post_init__`) and `GaussNewtonPhase(Phase)` with `name`,
-   `settings_type`, `run(state, parts, saved)` and `state_dict()` (see adam.py, lbfgs.py).
+1. pinn/training/phases/<name>.py: a settings dataclass with `steps` and its own keys,
+   checked in `__post_init__`, and a `Phase` subclass with `name`, `title`, `settings_type`,
+   `run(state, parts, saved)` and `state_dict()`.
 2. One line in `PHASES` below, and its settings block as a field of `TrainSettings`
-   (`gauss_newton: GaussNewtonSettings = field(default_factory=GaussNewtonSettings)`).
+   (`<name>: <Name>Settings = field(default_factory=<Name>Settings)`).
 3. Its block in conf/trainer/default.yaml, each key with its comment (`--help` reads them).
 """
 
@@ -23,11 +23,13 @@ from __future__ import annotations
 from pinn.errors import ConfigError
 from pinn.training.phases.adam import AdamPhase, AdamSettings
 from pinn.training.phases.base import Phase
+from pinn.training.phases.gauss_newton import GaussNewtonPhase, GaussNewtonSettings
 from pinn.training.phases.lbfgs import LBFGSPhase, LBFGSSettings
 
 PHASES: dict[str, type[Phase]] = {
     AdamPhase.name: AdamPhase,
     LBFGSPhase.name: LBFGSPhase,
+    GaussNewtonPhase.name: GaussNewtonPhase,
 }
 
 
@@ -41,4 +43,13 @@ def phase_class(name: object) -> type[Phase]:
     return PHASES[name]
 
 
-__all__ = ["PHASES", "AdamPhase", "AdamSettings", "LBFGSPhase", "LBFGSSettings", "Phase"]
+__all__ = [
+    "PHASES",
+    "AdamPhase",
+    "AdamSettings",
+    "GaussNewtonPhase",
+    "GaussNewtonSettings",
+    "LBFGSPhase",
+    "LBFGSSettings",
+    "Phase",
+]

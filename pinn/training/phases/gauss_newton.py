@@ -1,0 +1,136 @@
+"""The Gauss-Newton phase: Levenberg-Marquardt (`pinn.training.levenberg_marquardt`) on the
+last points drawn, the loss written as a sum of squares of residual rows
+(`pinn.training.residual_rows`), a history row per iteration, stopping early when no damping
+lowers the loss or on a plateau."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from pinn.errors import ConfigError, require_int
+from pinn.training.levenberg_marquardt import SOLVERS, LevenbergMarquardt
+from pinn.training.phases.base import Phase
+from pinn.training.residual_rows import ResidualRows
+
+if TYPE_CHECKING:
+    from pinn.training.phases.parts import Parts
+    from pinn.training.state import RunState
+
+
+@dataclass
+class GaussNewtonSettings:
+    """The block `trainer.gauss_newton`.
+
+    Attributes:
+        steps: accepted Levenberg-Marquardt iterations (>= 0).
+        damping: the first damping mu, relative to the largest diagonal entry of J^T J (> 0;
+            it adapts from there as a trust region).
+        solver: "auto", "parameters" (Cholesky of the P x P normal equations), "rows"
+            (Cholesky of the R x R ones, when there are fewer rows than parameters; one
+            process only) or "cg" (conjugate gradients, no P x P matrix).
+        max_tries: refused steps in a row, each damping more, before the phase stops (>= 1).
+        stall_window, stall_decrease: stop once the last `stall_window` iterations together
+            lowered the loss by less than `stall_decrease` of it (a window of 0 = never).
+        dense_limit: "auto" solves by conjugate gradients above this many parameters.
+    """
+
+    steps: int = 100
+    damping: float = 1e-3
+    solver: str = "auto"
+    max_tries: int = 10
+    stall_window: int = 20
+    stall_decrease: float = 1e-3
+    dense_limit: int = 6000
+
+    def __post_init__(self) -> None:
+        for key in ("steps", "stall_window"):
+            require_int(f"trainer.gauss_newton.{key}", getattr(self, key), minimum=0)
+        require_int("trainer.gauss_newton.max_tries", self.max_tries, minimum=1)
+        require_int("trainer.gauss_newton.dense_limit", self.dense_limit, minimum=1)
+        damping = self.damping
+        if not isinstance(damping, (int, float)) or not math.isfinite(damping) or damping <= 0:
+            raise ConfigError(f"trainer.gauss_newton.damping must be a number > 0, got {damping!r}")
+        if self.solver not in SOLVERS:
+            raise ConfigError(
+                f"trainer.gauss_newton.solver must be one of {', '.join(SOLVERS)}, "
+                f"got {self.solver!r}"
+            )
+        fraction = self.stall_decrease
+        if not isinstance(fraction, (int, float)) or not 0 <= fraction < 1:
+            raise ConfigError(
+                f"trainer.gauss_newton.stall_decrease must be in [0, 1), got {fraction!r}"
+            )
+
+
+class GaussNewtonPhase(Phase):
+    """Levenberg-Marquardt for what is left of `settings.steps`, in chunks of
+    `trainer.log_every` iterations with a checkpoint maybe between them."""
+
+    name = "gauss_newton"
+    title = "Gauss-Newton"
+    settings_type = GaussNewtonSettings
+    deterministic = True
+
+    def __init__(self, settings: GaussNewtonSettings):
+        super().__init__(settings)
+        self.optimizer: LevenbergMarquardt | None = None
+
+    def run(self, state: RunState, parts: Parts, saved: dict[str, Any] | None) -> None:
+        settings, log_every = self.settings, state.settings.log_every
+        total, remaining = settings.steps, self.steps_left(state)
+        optimizer = LevenbergMarquardt(
+            state.parameters,  # the Jacobian's columns: the network's, then the unknowns
+            damping=settings.damping,
+            solver=settings.solver,
+            max_tries=settings.max_tries,
+            stall_window=settings.stall_window,
+            stall_decrease=settings.stall_decrease,
+            dense_limit=settings.dense_limit,
+            world=state.world,
+        )
+        if saved is not None:  # mu, the next refusal's factor, the recent losses
+            optimizer.load_state_dict(saved["optimizer"])
+        self.optimizer = optimizer
+        rows_of = ResidualRows(parts.loss.problem, state.model, state.engine, self._weights(state))
+
+        def evaluate(jacobian: bool):
+            rows = rows_of(state.batch, jacobian)
+            return rows.values, rows.jacobian, rows.terms
+
+        last = {}
+
+        def on_iteration(loss: torch.Tensor, terms: dict[str, torch.Tensor]) -> None:
+            terms, loss = state.world.average_loss(terms, loss)  # terms are this process's
+            parts.watch.require_finite(terms, loss, state.step, self.name)
+            parts.recorder.advance()
+            step = state.step
+            parts.row(step, self.name, terms, loss, validate=step % log_every == 0)
+            last["loss"] = loss
+
+        chunk = min(log_every, total)
+        while remaining > 0:
+            done, why = optimizer.iterate(
+                evaluate, min(chunk, remaining), on_iteration, parts.interrupts.requested
+            )
+            remaining -= done
+            if why is not None:
+                parts.recorder.say(
+                    f"Gauss-Newton stopped after {total - remaining} iterations: {why}."
+                )
+                return
+            if parts.interrupts.requested():  # a signal: the chunk ended after this iteration
+                parts.save(state, last["loss"])
+                parts.stop(state)
+            parts.save_if_due(state, last["loss"])
+
+    @staticmethod
+    def _weights(state: RunState) -> dict[str, float]:
+        """The loss weights as they stand (fixed, or where LRA left them during Adam)."""
+        return state.weights.current()
+
+    def state_dict(self) -> dict[str, Any] | None:
+        return None if self.optimizer is None else {"optimizer": self.optimizer.state_dict()}
