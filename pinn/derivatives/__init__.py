@@ -6,8 +6,8 @@
     hessian(f, x)       -> (N, m, d, d)  full, for mixed terms
 
 Inside: the lazy `Field` a residual reads (`field`), the engines that fill it (`engines`), the
-forward Taylor pass over a traced model (`taylor`, `taylor_pass`, `rules`, `elementwise`,
-`orders`) and the stochastic Laplacian estimators (`stochastic`).
+forward Taylor pass over a traced model (`taylor`, `taylor_pass`, `dependencies`, `rules`,
+`elementwise`, `orders`) and the stochastic Laplacian estimators (`stochastic`).
 """
 
 from pinn.derivatives.elementwise import register_elementwise

@@ -10,7 +10,9 @@ depends on the points x travels through the Taylor pass as `Terms`:
                                None while zero
 
 Tensors that do not depend on x (weights, constants, the points' own masks) stay plain tensors
-and their operations run as they are. A rule is called only when some argument is `Terms`:
+and their operations run as they are, and so do those whose derivatives never reach the output
+(whatever is detached: `pinn.derivatives.dependencies`). A rule is called only when some
+argument is `Terms`:
 
     rule(order, *args, **kwargs) -> Terms | Tensor | tuple
 

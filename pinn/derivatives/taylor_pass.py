@@ -10,9 +10,11 @@ on the values of its points is refused rather than frozen. The weights and buffe
 of the graph: the same graph serves every training step, and the parameters' gradients flow
 through the pass as through the model.
 
-`propagate` walks that graph with real tensors: operations on the points' terms follow their
-rule (`pinn.derivatives.rules`), everything else (the weights' transposes, constants, masks)
-runs as it is. Only plain differentiable torch operations are used, so a loss built from the
+`propagate` walks that graph with real tensors: operations through which derivatives travel
+from the points to the output follow their rule (`pinn.derivatives.rules`); everything else
+(the weights' transposes, constants, masks, whatever is computed under `.detach()`) is a
+constant to the pass and runs as it is on values (`pinn.derivatives.dependencies`), so only
+the former need rules. Only plain differentiable torch operations are used, so a loss built from the
 result backpropagates to the parameters with ordinary first-order autograd.
 """
 
@@ -29,8 +31,9 @@ from torch import fx, nn
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from pinn.derivatives.dependencies import carrying_nodes, needed_nodes, on_values
 from pinn.derivatives.orders import Order
-from pinn.derivatives.rules import Terms, gives_constant, rule_for
+from pinn.derivatives.rules import Terms, rule_for
 from pinn.errors import PinnError, first_line, validating
 
 Tensor = torch.Tensor
@@ -48,7 +51,8 @@ class Traced:
         buffers and x first, then one per operation) and, where it touches the points' terms,
         with its Taylor rule.
     output: the graph's output, as references to those values.
-    unsupported: "operation (where)" for each varying operation without a Taylor rule.
+    unsupported: "operation (where)" for each operation without a Taylor rule that the
+        derivatives pass through on their way to the output.
     """
 
     program: list[_Call]
@@ -223,14 +227,7 @@ def _trace(model: Callable, x: Tensor) -> Traced:
         ) from None
     graph.graph.eliminate_dead_code()
     graph.recompile()
-    varying = _varying_nodes(graph.graph)
-    rules = {  # every operation on the points' terms, those that give constants included
-        node: rule_for(node.target)
-        for node in graph.graph.nodes
-        if node.op == "call_function"
-        and node.target is not operator.getitem
-        and any(a in varying for a in node.all_input_nodes)
-    }
+    rules = _rules(graph.graph)
     missing = [node.target for node, rule in rules.items() if rule is None]
     where = _locate(model, probe, set(missing)) if missing else {}
     unsupported = [f"{op}" + (f" ({where[op]})" if op in where else "") for op in missing]
@@ -270,15 +267,21 @@ def _signature(model: Callable, x: Tensor) -> tuple:
     return (tuple(x.shape), x.dtype, x.device, shapes, mode)
 
 
-def _varying_nodes(graph: fx.Graph) -> set[fx.Node]:
-    placeholders = [node for node in graph.nodes if node.op == "placeholder"]
-    varying = {placeholders[-1]}  # x is the last input
+def _rules(graph: fx.Graph) -> dict[fx.Node, Callable | None]:
+    """{node: its rule} for every operation that gets a value depending on x: the Taylor rule
+    (None if there is none) where derivatives travel through it to the output, else a rule
+    that runs it on the values (`pinn.derivatives.dependencies`). Item picks run as they are."""
+    carrying = carrying_nodes(graph)
+    needed = needed_nodes(graph, carrying)
+    rules: dict[fx.Node, Callable | None] = {}
     for node in graph.nodes:
-        if node.op != "call_function" or gives_constant(node.target):
+        if node.op != "call_function" or node.target is operator.getitem:
             continue
-        if any(a in varying for a in node.all_input_nodes):
-            varying.add(node)
-    return varying
+        if node in needed:
+            rules[node] = rule_for(node.target)
+        elif any(a in carrying for a in node.all_input_nodes):
+            rules[node] = on_values(node.target)
+    return rules
 
 
 class _Locator(TorchDispatchMode):

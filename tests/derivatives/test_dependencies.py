@@ -1,0 +1,186 @@
+"""Constants to the Taylor pass: what is detached (or never depended on x) needs no rule.
+
+The distance of a domain made of several pieces holds a detached normalisation (an `amax`,
+`pinn.geometry.rfunctions.equivalence`): a hard-constrained model u = φ(x) N(x) on any domain
+kind must stay on the Taylor pass and agree with torch.func in float64, while an operation
+without a rule on the differentiated path is still refused, so that the engine falls back.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import torch
+from torch import nn
+from torch.func import hessian, jacrev, vmap
+
+from pinn.derivatives.engines import Engine, TaylorField, resolve_engine
+from pinn.derivatives.rules import rule_for
+from pinn.derivatives.taylor import taylor_forward, taylor_laplacian, taylor_supported
+from pinn.derivatives.taylor_pass import trace_model
+from pinn.geometry import Ball, Box, Disk, Domain, Polygon, SpaceTime
+from pinn.nn import MLP
+from pinn.nn.constraints import HardConstraint
+
+DTYPE = torch.float64
+TOL = {"rtol": 1e-10, "atol": 1e-10}
+ON_TAYLOR = "residual engine: taylor (auto: every operation of the model has a Taylor rule)"
+L_SHAPE = [[0, 0], [2, 0], [2, 1], [1, 1], [1, 2], [0, 2]]
+
+
+def plate_with_hole() -> Domain:
+    return Box([0, 0], [1, 1]) - Disk([0.5, 0.5], 0.2, name="hole")
+
+
+# name: (the domain, the boundary parts the distance vanishes on; None: all of them)
+DOMAINS = {
+    "box-2d": (lambda: Box([0, 0], [1, 2]), None),
+    "box-3d": (lambda: Box([0, 0, 0], [1, 2, 1]), None),
+    "disk": (lambda: Disk([0.2, -0.1], 1.0), None),
+    "ball": (lambda: Ball([0.0, 0.0, 0.0], 1.0), None),
+    "polygon-L": (lambda: Polygon(L_SHAPE), None),
+    "union": (lambda: Box([0, 0], [2, 1]) | Disk([2, 0.5], 0.75), None),
+    "intersection": (lambda: Box([0, 0], [2, 2]) & Disk([0, 0], 2.5), None),
+    "cube-minus-ball": (lambda: Box([0, 0, 0], [1, 1, 1]) - Ball([0.5] * 3, 0.25), None),
+    "box-on-two-parts": (lambda: Box([0, 0], [1, 2]), ["x_min", "y_max"]),
+    "hole-and-face": (plate_with_hole, ["hole", "x_min"]),
+    "space-time": (lambda: SpaceTime(Disk([0, 0], 1.0), 0.0, 1.0), ["circle", "t_min"]),
+}
+
+
+def constrained(name: str, generator: torch.Generator) -> tuple[nn.Module, torch.Tensor]:
+    """u = φ(x) N(x) (N: a 12x2 tanh MLP with two outputs) and 8 (8, d) interior points."""
+    build, parts = DOMAINS[name]
+    domain = build()
+    network = MLP(domain.dim, 2, 12, 2, "tanh", generator=generator).to(DTYPE)
+
+    def transform(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.zeros_like(x[:, 0]), domain.distance(x, on=parts)
+
+    points = domain.sample_interior(8, generator, "uniform", dtype=DTYPE)
+    return HardConstraint(network, transform), points
+
+
+def reference(model, x: torch.Tensor):
+    """value (N, m), gradient (N, m, d), Hessian (N, m, d, d) by torch.func."""
+
+    def single(point):
+        return model(point[None])[0]
+
+    return model(x), vmap(jacrev(single))(x), vmap(hessian(single))(x)
+
+
+def close(actual, expected, msg=None):
+    torch.testing.assert_close(actual, expected, **TOL, msg=msg)
+
+
+def assert_matches_torch_func(model, x: torch.Tensor) -> None:
+    value, gradient, full = reference(model, x)
+    diagonal = full.diagonal(dim1=-2, dim2=-1)
+    jet = taylor_forward(model, x, list(range(x.shape[1])), "diagonal")
+    close(jet.value, value, "value")
+    close(jet.first, gradient, "gradient")
+    close(jet.second, diagonal, "diagonal Hessian")
+    close(taylor_laplacian(model, x).laplacian, diagonal.sum(-1), "Laplacian")
+
+
+def traced_ops(model, x: torch.Tensor) -> set[str]:
+    """The aten packets ("amax", "sort", ...) of the model's traced graph."""
+    names = {str(call.target) for call in trace_model(model, x).program}
+    return {name.split(".")[1] for name in names if name.startswith("aten.")}
+
+
+@pytest.mark.parametrize("name", DOMAINS)
+def test_the_distance_of_every_domain_kind_stays_on_the_taylor_pass(name, generator, caplog):
+    model, x = constrained(name, generator)
+    with caplog.at_level(logging.INFO, logger="pinn"):
+        engine = Engine("auto", model, x[:2])
+    assert engine.name == "taylor"
+    assert [r.getMessage() for r in caplog.records] == [ON_TAYLOR]
+    assert_matches_torch_func(model, x)
+    # Through the engine too: the second field of a site is one planned Taylor pass.
+    names = [f"x{i}" for i in range(x.shape[1])]
+    recorder = engine.field(x, names, ("u", "v"), "interior")
+    expected = [recorder.laplacian("v"), recorder.d2("x0", out="v")]
+    planned = engine.field(x, names, ("u", "v"), "interior")
+    assert isinstance(planned, TaylorField)
+    close(planned.laplacian("v"), expected[0])
+    close(planned.d2("x0", out="v"), expected[1])
+
+
+def test_a_distance_of_several_pieces_holds_its_normalisation_without_a_rule(generator):
+    """What the previous test covers: the cube minus a ball's `amax`, which has no rule."""
+    model, x = constrained("cube-minus-ball", generator)
+    assert "amax" in traced_ops(model, x)
+    assert rule_for(torch.ops.aten.amax.default) is None
+
+
+class DetachedScales(nn.Module):
+    """Rule-less operations on values that carry no derivative, used as scales of tanh(x W)."""
+
+    def __init__(self, generator: torch.Generator):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(3, 4, generator=generator, dtype=DTYPE))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.tanh(x @ self.weight)  # (N, 4)
+        peak = h.abs().amax(dim=1, keepdim=True).detach()  # on x's path, detached after
+        top = torch.sort(h.detach(), dim=1).values[:, -1:]  # detached before
+        rank = torch.argmax(h, dim=1, keepdim=True).to(x.dtype) + 1  # an integer
+        fixed = torch.special.erfcx(self.weight).sum()  # of the weights only
+        return (h / peak).sum(dim=1, keepdim=True) * (1 + top**2) * rank + fixed
+
+
+def test_rule_less_operations_on_detached_values_stay_on_the_pass(generator, caplog):
+    model = DetachedScales(generator)
+    x = torch.rand(16, 3, generator=generator, dtype=DTYPE)
+    ops = traced_ops(model, x)
+    for op in ("amax", "sort", "argmax", "special_erfcx"):
+        assert op in ops, op
+        assert rule_for(getattr(torch.ops.aten, op)) is None, f"{op} has a rule: pick another"
+    with caplog.at_level(logging.INFO, logger="pinn"):
+        assert Engine("auto", model, x[:2]).name == "taylor"
+    assert [r.getMessage() for r in caplog.records] == [ON_TAYLOR]
+    assert_matches_torch_func(model, x)
+    _, _, full = reference(model, x)
+    close(taylor_forward(model, x, [0, 1, 2], "full").second, full, "full Hessian")
+
+
+def undetached_amax(x: torch.Tensor) -> torch.Tensor:
+    return torch.sin(x).amax(dim=1, keepdim=True)
+
+
+def sorted_values(x: torch.Tensor) -> torch.Tensor:
+    return torch.sort(torch.sin(x).detach() + x, dim=1).values
+
+
+def written_in_place(x: torch.Tensor) -> torch.Tensor:
+    h = torch.sin(x)
+    picked = h[:, :1]  # a view of h, which the next line changes
+    h.mul_(2)
+    return picked
+
+
+@pytest.mark.parametrize(
+    ("model", "op"),
+    [
+        (undetached_amax, "aten.amax.default"),
+        (sorted_values, "aten.sort"),
+        (written_in_place, "aten.mul_.Tensor"),  # its result is unused: refused all the same
+    ],
+)
+def test_a_rule_less_operation_on_the_differentiated_path_is_still_refused(model, op, caplog):
+    x = torch.rand(4, 3, dtype=DTYPE)
+    supported, reason = taylor_supported(model, x)
+    assert not supported
+    assert reason.startswith(f"the Taylor pass has no rule for {op}")
+    assert "test_dependencies.py" in reason  # where the model calls it
+    with caplog.at_level(logging.INFO, logger="pinn"):
+        assert Engine("auto", model, x[:2]).name == "autograd"
+    (message,) = [r.getMessage() for r in caplog.records]
+    assert message.startswith(
+        f"residual engine: autograd (auto: falling back to autograd because the Taylor pass "
+        f"has no rule for {op}"
+    )
+    assert resolve_engine("auto", model, x[:2])[0] == "autograd"
