@@ -23,6 +23,7 @@ import torch
 
 from pinn.derivatives.field import Field, Model, Requests
 from pinn.derivatives.taylor import taylor_forward, taylor_supported
+from pinn.derivatives.taylor_pass import traced_size
 from pinn.errors import ConfigError, validating
 
 if TYPE_CHECKING:  # the estimator module builds on the public functions, which build on this
@@ -320,6 +321,10 @@ class Engine:
         if self.estimator is not None:
             blockers.append("the Laplacian is estimated (laplacian.method=stochastic)")
         return blockers
+
+    def traced_size(self) -> int:
+        """Operations in the model's traced graph (Taylor engine; 0 before any, or on others)."""
+        return traced_size(self.model) if self._name == "taylor" else 0
 
     def state_dict(self) -> dict:
         """The engine that runs, its plan per site as plain lists, and the estimator's state

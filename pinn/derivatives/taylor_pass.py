@@ -79,6 +79,11 @@ def trace_model(model: Callable[[Tensor], Tensor], x: Tensor) -> Traced:
     return per_model[key]
 
 
+def traced_size(model: object) -> int:
+    """The number of operations of the model's largest graph traced so far (0: none yet)."""
+    return max((len(traced.program) for traced in _CACHE.get(id(model), {}).values()), default=0)
+
+
 def propagate(traced: Traced, model: Callable, x: Tensor, first: Tensor, order: Order) -> Terms:
     """The model's terms at the (N, d) points x: value (N, m), first (k, N, m), second.
 

@@ -22,6 +22,11 @@ from pinn.training.state import RunState
 
 log = logging.getLogger("pinn")
 
+# Above this many operations in the model's traced graph, `auto` does not compile: a 3-D cube
+# minus a ball's distance (502 operations) did not compile within 25 minutes on this project's
+# CPU; an MLP is about 11, a hard constraint with one disk's distance about 23.
+AUTO_MAX_OPERATIONS = 100
+
 
 class StepLoss:
     """The named loss terms of a batch and their weighted sum, for `state`'s model."""
@@ -75,6 +80,13 @@ class StepLoss:
         if state.points.refinement.method == "rar":
             blockers.append("RAR grows the batch (each new shape would compile anew)")
         setting, steps = state.settings.compile, state.settings.planned_steps("adam")
+        size = state.engine.traced_size()
+        if setting == "auto" and size > AUTO_MAX_OPERATIONS:
+            blockers.append(
+                f"the model's traced graph has {size} operations (a distance of several "
+                f"pieces, say), more than the {AUTO_MAX_OPERATIONS} torch.compile handles in "
+                "minutes; trainer.compile=true compiles it anyway"
+            )
         compiled, why = compile_decision(setting, blockers, steps, state.batch.interior.device)
         log.info("training step: %s (%s)", "compiled" if compiled else "eager", why)
         if compiled:

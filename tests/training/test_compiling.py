@@ -176,3 +176,23 @@ def test_a_step_that_cannot_compile_runs_eagerly_under_auto(caplog):
     assert "training step not compiled, running eagerly" in caplog.text
     with pytest.raises(ConfigError, match="torch.compile could not compile the training step"):
         CompiledLoss(loss_of, required=True)(x)
+
+
+def test_auto_leaves_a_model_of_a_large_traced_graph_eager(caplog, monkeypatch):
+    # u = phi N with phi the L-shape's distance (a polygon: 239 operations traced): compiling
+    # such a graph takes longer than a run saves, so auto says so and stays eager.
+    from pinn import HardConstraint, Polygon
+    from pinn.training import compiling
+
+    monkeypatch.setitem(compiling.AUTO_MIN_STEPS, "cpu", 1)  # a "long" run of 3 steps
+    lshape = Polygon([(0, 0), (1, 0), (1, 0.5), (0.5, 0.5), (0.5, 1), (0, 1)])
+    problem = Poisson(hard_boundary=False)
+    net = MLP(2, 1, 8, 1, lower=[0, 0], upper=[1, 1], generator=torch.Generator().manual_seed(0))
+    model = HardConstraint(net, lambda x: (torch.zeros_like(x[:, 0]), lshape.distance(x)))
+    points = PointSampler(problem.domain, 32, 16, "uniform", torch.Generator().manual_seed(1))
+    settings = TrainSettings(adam={"steps": 3}, lbfgs={"steps": 0}, progress=False, compile="auto")
+    with caplog.at_level(logging.INFO, logger="pinn"):
+        fit(problem, model, settings, points)
+    assert "residual engine: taylor" in caplog.text
+    assert "training step: eager (auto: not compiled, the model's traced graph has" in caplog.text
+    assert "more than the 100 torch.compile handles" in caplog.text

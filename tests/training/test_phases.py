@@ -19,14 +19,18 @@ ORDERS = {
     "lbfgs": ["lbfgs"],
     "lbfgs,adam": ["lbfgs", "adam"],
     "adam,lbfgs,adam": ["adam", "lbfgs", "adam"],
+    "gauss_newton": ["gauss_newton"],
+    "adam,gauss_newton": ["adam", "gauss_newton"],
 }
 
 
 def settings_for(phases, **options):
-    """Adam 12 steps (points redrawn every 5), L-BFGS 8 iterations, a checkpoint every 3."""
+    """Adam 12 steps (points redrawn every 5), L-BFGS 8 iterations, Gauss-Newton 6, a
+    checkpoint every 3."""
     defaults = {
         "adam": {"steps": 12, "resample_every": 5},
         "lbfgs": {"steps": 8},
+        "gauss_newton": {"steps": 6},
         "log_every": 4,
         "checkpoint_every": 3,
         "progress": False,
@@ -69,7 +73,7 @@ def test_each_order_runs_its_phases_in_turn_and_names_them(order):
     phases = ORDERS[order]
     calls = Calls()
     _, result = run(settings_for(phases), callbacks=[calls])
-    steps = {"adam": 12, "lbfgs": 8}
+    steps = {"adam": 12, "lbfgs": 8, "gauss_newton": 6}
     assert result.steps == sum(steps[name] for name in phases)
     named = [row["phase"] for row in result.history]
     runs = [name for i, name in enumerate(named) if i == 0 or named[i - 1] != name]
