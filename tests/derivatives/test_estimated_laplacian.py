@@ -195,6 +195,7 @@ def test_the_exact_laplacian_of_the_highd_solution_matches_autograd():
         PoissonHighD(dim=1)
 
 
+@pytest.mark.slow  # a whole CLI run
 def test_the_cli_trains_with_the_estimator_and_sparse_at_full_samples_is_exact(tmp_path):
     # The whole path from the config: laplacian.* builds the estimator, the run trains with it;
     # sparse with samples = d draws every coordinate, so it trains exactly like method=exact.

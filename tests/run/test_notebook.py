@@ -5,6 +5,7 @@ import re
 from pathlib import Path
 
 import nbformat
+import pytest
 from nbclient import NotebookClient
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
@@ -37,6 +38,7 @@ def test_quickstart_executes_and_learns(tmp_path):
     assert images == 1
 
 
+@pytest.mark.slow  # a notebook training on a CSG plate (the quickstart runs fast)
 def test_geometry_notebook_trains_on_a_plate_with_a_hole(tmp_path):
     text, images = execute("geometry.ipynb", tmp_path)
     assert "('x_min', 'x_max', 'y_min', 'y_max', 'hole')" in text

@@ -187,6 +187,7 @@ def two_processes(tmp_path_factory) -> Path:
     return run_dir
 
 
+@pytest.mark.slow  # whole torchrun or CLI runs: with the slow tests (in-process checks stay fast)
 def test_one_process_under_torchrun_is_the_run_without_it_and_two_write_one_directory(
     tmp_path, two_processes
 ):
@@ -206,6 +207,7 @@ def test_one_process_under_torchrun_is_the_run_without_it_and_two_write_one_dire
     assert not (scratch / ".hydra").exists() and not (scratch / "__main__.log").exists()
 
 
+@pytest.mark.slow  # whole torchrun or CLI runs: with the slow tests (in-process checks stay fast)
 def test_resuming_with_another_number_of_processes_is_refused(tmp_path, two_processes):
     again = cli(None, tmp_path / "again", *LONGER, f"resume={two_processes}")
     assert again.returncode == 1
@@ -213,6 +215,7 @@ def test_resuming_with_another_number_of_processes_is_refused(tmp_path, two_proc
     assert "torchrun --nproc_per_node=2" in again.stderr
 
 
+@pytest.mark.slow  # whole torchrun or CLI runs: with the slow tests (in-process checks stay fast)
 def test_a_killed_two_process_run_resumes_bit_identical(tmp_path, two_processes):
     whole, killed, resumed = two_processes, tmp_path / "killed", tmp_path / "resumed"
     # The same run, every process killed (SIGKILL) once a checkpoint in Adam is on disk.
@@ -249,7 +252,8 @@ def test_a_killed_two_process_run_resumes_bit_identical(tmp_path, two_processes)
     assert repr(untimed[0]) == repr(untimed[1])
 
 
-@pytest.mark.parametrize("target", ["launcher", pytest.param("rank 1", marks=pytest.mark.slow)])
+@pytest.mark.slow  # two torchrun runs each (Interrupts' agreement is tested in process too)
+@pytest.mark.parametrize("target", ["launcher", "rank 1"])
 def test_a_signal_stops_every_process_at_one_step_and_resumes_bit_identical(
     tmp_path, two_processes, target
 ):
@@ -321,6 +325,7 @@ def peek(path: Path) -> dict | None:
         return None
 
 
+@pytest.mark.slow  # whole torchrun or CLI runs: with the slow tests (in-process checks stay fast)
 def test_a_process_that_dies_ends_the_run_and_leaves_the_checkpoint(tmp_path):
     # Two processes started as torchrun starts them, without its agent (which would stop the
     # survivor itself): rank 1 is killed part-way, and rank 0 must say so and stop, not hang.

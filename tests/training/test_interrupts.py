@@ -68,14 +68,14 @@ def uninterrupted(tmp_path_factory) -> Path:
     return run_dir
 
 
-# One case in the fast suite; the other three (each two CLI runs) with the slow tests.
+# Each case is two CLI runs: with the slow tests. In process, `fit` stopping on a signal is fast.
 SLOW = pytest.mark.slow
 
 
 @pytest.mark.parametrize(
     ("number", "phase"),
     [
-        pytest.param(signal.SIGINT, "adam", id="SIGINT-adam"),
+        pytest.param(signal.SIGINT, "adam", id="SIGINT-adam", marks=SLOW),
         pytest.param(signal.SIGINT, "lbfgs", id="SIGINT-lbfgs", marks=SLOW),
         pytest.param(signal.SIGTERM, "adam", id="SIGTERM-adam", marks=SLOW),
         pytest.param(signal.SIGTERM, "lbfgs", id="SIGTERM-lbfgs", marks=SLOW),

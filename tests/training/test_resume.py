@@ -274,6 +274,7 @@ def uninterrupted(tmp_path_factory) -> Path:
     return run_dir
 
 
+@pytest.mark.slow  # a killed CLI run resumed; resuming from every checkpoint is tested in process
 def test_killed_in_adam_and_resumed_into_a_new_directory(uninterrupted, tmp_path):
     killed = tmp_path / "killed"
     saved = kill_when(killed, "adam")
@@ -288,6 +289,7 @@ def test_killed_in_adam_and_resumed_into_a_new_directory(uninterrupted, tmp_path
     assert snapshot(killed) == before  # the interrupted run is left as it was
 
 
+@pytest.mark.slow  # a killed CLI run resumed; resuming from every checkpoint is tested in process
 def test_killed_in_lbfgs_and_resumed_in_place(uninterrupted, tmp_path):
     killed = tmp_path / "run"
     saved = kill_when(killed, "lbfgs")
