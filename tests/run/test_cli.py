@@ -4,6 +4,7 @@ import json
 import textwrap
 from pathlib import Path
 
+import pytest
 from cli_helpers import REPO, run_pinn
 
 FAST = [
@@ -109,6 +110,7 @@ def test_overrides_run_and_console_summary(tmp_path):
         assert line in resolved
 
 
+@pytest.mark.slow  # a four-job sweep; test_sweep's runs fast
 def test_multirun_sweeps_every_combination(tmp_path):
     result = run_pinn(
         "-m",
@@ -161,6 +163,7 @@ def test_a_new_problem_module_trains_to_stated_accuracy(tmp_path):
     assert "lbfgs:\n    steps: 200" in config and metrics["steps"] == 500
 
 
+@pytest.mark.slow  # the long way; the README's way runs fast
 def test_a_problem_folder_on_the_search_path_still_works(tmp_path):
     # The long way, for problems kept elsewhere: PYTHONPATH and hydra.searchpath.
     conf = write_problem(tmp_path, "reaction", "reaction", REACTION_MODULE, REACTION_YAML)
@@ -176,6 +179,7 @@ def test_a_problem_folder_on_the_search_path_still_works(tmp_path):
     assert "target: reaction.ReactionDiffusion" in (run_dir / "config.yaml").read_text()
 
 
+@pytest.mark.slow  # a whole CLI run; fit's divergence checks run fast
 def test_nan_stops_the_cli_with_a_clear_message(tmp_path):
     module = """
     from pinn.problems.poisson import Poisson

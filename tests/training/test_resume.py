@@ -301,6 +301,7 @@ def test_killed_in_lbfgs_and_resumed_in_place(uninterrupted, tmp_path):
     assert_same_outcome(killed, uninterrupted)
 
 
+@pytest.mark.slow  # a CLI run resumed
 def test_a_finished_run_is_not_trained_again(uninterrupted, tmp_path):
     before = snapshot(uninterrupted)
     again = tmp_path / "again"
