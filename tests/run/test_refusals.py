@@ -46,7 +46,7 @@ SLOW = pytest.mark.slow
         ("model.widht=3", [WIDTH_TYPO, "did you mean model.width?"]),
         pytest.param(
             "+trainer.foo=1",
-            ["unknown config key 'trainer.foo': the keys of trainer are steps, lr"],
+            ["unknown config key 'trainer.foo': the keys of trainer are phases, adam, lbfgs"],
             marks=SLOW,
         ),
         pytest.param(
