@@ -26,6 +26,8 @@ from typing import Any
 
 import torch
 
+from pinn.training.plateau import on_plateau
+
 STALLED = "the line search found no lower loss"
 TOLERANCE = "the relative decrease of the loss fell below trainer.lbfgs.tolerance"
 
@@ -176,13 +178,8 @@ class LBFGS:
     def _stop_reason(self, previous: float, loss: float, tolerance: float) -> str | None:
         if tolerance > 0 and previous - loss < tolerance * abs(previous):
             return TOLERANCE
-        if self.stall_window > 0:
-            self.recent = [*self.recent, loss][-(self.stall_window + 1) :]
-            first = self.recent[0]
-            full = len(self.recent) > self.stall_window
-            if full and first - loss < self.stall_decrease * abs(first):
-                return plateau_reason(self.stall_window, self.stall_decrease)
-        return None
+        self.recent, flat = on_plateau(self.recent, loss, self.stall_window, self.stall_decrease)
+        return plateau_reason(self.stall_window, self.stall_decrease) if flat else None
 
     # ---- the strong Wolfe line search ----------------------------------------------------
 

@@ -56,6 +56,7 @@ import torch
 from pinn.errors import ConfigError
 from pinn.training.damped_solves import cholesky_solve, conjugate_gradient
 from pinn.training.distributed import World
+from pinn.training.plateau import on_plateau
 
 SOLVERS = ("auto", "parameters", "rows", "cg")
 STALLED = "no damping gave a step that lowers the loss"
@@ -212,14 +213,8 @@ class LevenbergMarquardt:
         self.nu *= 2
 
     def _plateau(self, loss: float) -> str | None:
-        if self.stall_window <= 0:
-            return None
-        self.recent = [*self.recent, loss][-(self.stall_window + 1) :]
-        first = self.recent[0]
-        full = len(self.recent) > self.stall_window
-        if full and first - loss < self.stall_decrease * abs(first):
-            return plateau_reason(self.stall_window, self.stall_decrease)
-        return None
+        self.recent, flat = on_plateau(self.recent, loss, self.stall_window, self.stall_decrease)
+        return plateau_reason(self.stall_window, self.stall_decrease) if flat else None
 
     # ---- the damped normal equations ----------------------------------------------------------
 
