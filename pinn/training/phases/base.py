@@ -12,6 +12,7 @@ was written). It reports history rows, checkpoints and its entry through `Parts`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:  # the phases are imported by the settings, below the state and parts
@@ -53,3 +54,29 @@ class Phase:
     def state_dict(self) -> dict[str, Any] | None:
         """The optimiser's state (tensors, numbers, lists, dicts), or None before it runs."""
         return None
+
+    def run_chunks(
+        self,
+        state: RunState,
+        parts: Parts,
+        iterate: Callable[[int], tuple[int, str | None]],
+        last: dict[str, Any],
+    ) -> None:
+        """Run what is left of the budget in chunks of `trainer.log_every` iterations:
+        `iterate(n)` does up to n and returns (done, why it must stop or None); `last["loss"]`
+        is the latest iteration's loss. Between chunks: a checkpoint when due, or on a signal
+        the checkpoint and the end of the run; an early stop is said with its reason."""
+        total, remaining = self.settings.steps, self.steps_left(state)
+        chunk = min(state.settings.log_every, total)
+        while remaining > 0:
+            done, why = iterate(min(chunk, remaining))
+            remaining -= done
+            if why is not None:
+                parts.recorder.say(
+                    f"{self.title} stopped after {total - remaining} iterations: {why}."
+                )
+                return
+            if parts.interrupts.requested():  # a signal: the chunk ended after this iteration
+                parts.save(state, last["loss"])
+                parts.stop(state)
+            parts.save_if_due(state, last["loss"])

@@ -81,7 +81,6 @@ class GaussNewtonPhase(Phase):
 
     def run(self, state: RunState, parts: Parts, saved: dict[str, Any] | None) -> None:
         settings, log_every = self.settings, state.settings.log_every
-        total, remaining = settings.steps, self.steps_left(state)
         optimizer = LevenbergMarquardt(
             state.parameters,  # the Jacobian's columns: the network's, then the unknowns
             damping=settings.damping,
@@ -111,21 +110,12 @@ class GaussNewtonPhase(Phase):
             parts.row(step, self.name, terms, loss, validate=step % log_every == 0)
             last["loss"] = loss
 
-        chunk = min(log_every, total)
-        while remaining > 0:
-            done, why = optimizer.iterate(
-                evaluate, min(chunk, remaining), on_iteration, parts.interrupts.requested
-            )
-            remaining -= done
-            if why is not None:
-                parts.recorder.say(
-                    f"Gauss-Newton stopped after {total - remaining} iterations: {why}."
-                )
-                return
-            if parts.interrupts.requested():  # a signal: the chunk ended after this iteration
-                parts.save(state, last["loss"])
-                parts.stop(state)
-            parts.save_if_due(state, last["loss"])
+        self.run_chunks(
+            state,
+            parts,
+            lambda n: optimizer.iterate(evaluate, n, on_iteration, parts.interrupts.requested),
+            last,
+        )
 
     @staticmethod
     def _weights(state: RunState) -> dict[str, float]:

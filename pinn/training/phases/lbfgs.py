@@ -64,8 +64,6 @@ class LBFGSPhase(Phase):
 
     def run(self, state: RunState, parts: Parts, saved: dict[str, Any] | None) -> None:
         settings, log_every = self.settings, state.settings.log_every
-        total = settings.steps
-        remaining = self.steps_left(state)
         optimizer = LBFGS(
             state.parameters,
             history_size=settings.history_size,
@@ -94,23 +92,14 @@ class LBFGSPhase(Phase):
             parts.row(step, self.name, terms, loss, validate=step % log_every == 0)
             last["loss"] = loss
 
-        chunk = min(log_every, total)
-        while remaining > 0:
-            done, why = optimizer.iterate(
-                closure,
-                min(chunk, remaining),
-                on_iteration,
-                settings.tolerance,
-                parts.interrupts.requested,
-            )
-            remaining -= done
-            if why is not None:
-                parts.recorder.say(f"L-BFGS stopped after {total - remaining} iterations: {why}.")
-                return
-            if parts.interrupts.requested():  # a signal: the chunk ended after this iteration
-                parts.save(state, last["loss"])
-                parts.stop(state)
-            parts.save_if_due(state, last["loss"])
+        self.run_chunks(
+            state,
+            parts,
+            lambda n: optimizer.iterate(
+                closure, n, on_iteration, settings.tolerance, parts.interrupts.requested
+            ),
+            last,
+        )
 
     def state_dict(self) -> dict[str, Any] | None:
         return None if self.optimizer is None else {"optimizer": self.optimizer.state_dict()}
