@@ -28,7 +28,9 @@ class GaussNewtonSettings:
     Attributes:
         steps: accepted Levenberg-Marquardt iterations (>= 0).
         damping: the first damping mu, relative to the largest diagonal entry of J^T J (> 0;
-            it adapts from there as a trust region).
+            raised when no step lowers the loss, back down after).
+        line_search: step lengths tried along each step, 1, 1/2, ..., 1/2^(n-1), the best
+            taken (0: plain Levenberg-Marquardt, mu adapting as a trust region's radius).
         solver: "auto", "parameters" (Cholesky of the P x P normal equations), "rows"
             (Cholesky of the R x R ones, when there are fewer rows than parameters; one
             process only) or "cg" (conjugate gradients, no P x P matrix).
@@ -39,7 +41,8 @@ class GaussNewtonSettings:
     """
 
     steps: int = 100
-    damping: float = 1e-3
+    damping: float = 1e-8
+    line_search: int = 12
     solver: str = "auto"
     max_tries: int = 10
     stall_window: int = 20
@@ -47,7 +50,7 @@ class GaussNewtonSettings:
     dense_limit: int = 6000
 
     def __post_init__(self) -> None:
-        for key in ("steps", "stall_window"):
+        for key in ("steps", "stall_window", "line_search"):
             require_int(f"trainer.gauss_newton.{key}", getattr(self, key), minimum=0)
         require_int("trainer.gauss_newton.max_tries", self.max_tries, minimum=1)
         require_int("trainer.gauss_newton.dense_limit", self.dense_limit, minimum=1)
@@ -84,6 +87,7 @@ class GaussNewtonPhase(Phase):
         optimizer = LevenbergMarquardt(
             state.parameters,  # the Jacobian's columns: the network's, then the unknowns
             damping=settings.damping,
+            line_search=settings.line_search,
             solver=settings.solver,
             max_tries=settings.max_tries,
             stall_window=settings.stall_window,
