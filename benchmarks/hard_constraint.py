@@ -32,6 +32,7 @@ COMMON = [
     "model.depth=4",
     "dtype=float32",
     "trainer.lbfgs.steps=0",
+    "trainer.gauss_newton.steps=0",
     "trainer.adam.resample_every=1",
     "trainer.progress=false",
     "trainer.checkpoint_every=0",

@@ -334,6 +334,7 @@ def test_the_run_directory_records_the_unknowns(tmp_path):
             *SMALL,
             "trainer.adam.steps=10",
             "trainer.lbfgs.steps=4",
+            "trainer.gauss_newton.steps=4",
             "trainer.log_every=5",
             "problem.unknowns.kappa=2.0",
         ]
@@ -368,6 +369,7 @@ def test_a_resumed_run_continues_with_its_unknowns(tmp_path, monkeypatch):
         *SMALL,
         "trainer.adam.steps=10",
         "trainer.lbfgs.steps=6",
+        "trainer.gauss_newton.steps=6",
         "trainer.log_every=2",
         "trainer.checkpoint_every=4",
     ]
@@ -399,6 +401,7 @@ def test_a_short_run_recovers_kappa_to_within_1_percent(tmp_path):
             "model.width=16",
             "trainer.adam.steps=200",
             "trainer.lbfgs.steps=300",
+            "trainer.gauss_newton.steps=300",
             "trainer.log_every=100",
         ]
     )

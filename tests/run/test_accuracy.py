@@ -1,5 +1,7 @@
 """Long accuracy runs (marked slow): every problem's default command reaches the accuracy the
-README states, against its exact solution or its reference data."""
+README states, against its exact solution or its reference data. The problems whose default
+ends with Gauss-Newton run it for fewer iterations here (BUDGETS, to keep CI short) and must
+still reach issue 18's bounds; the README gives the whole default run's figure."""
 
 import pytest
 
@@ -7,23 +9,31 @@ from pinn import compose_config, train
 
 # problem: (rel_l2 at most, max_abs_error at most), the README's problem table.
 TARGETS = {
-    "poisson": (1e-4, 1e-5),  # the exact solution peaks at 1/(2 pi^2) = 0.0507: 0.02 % of it
-    "heat": (1e-4, 1e-3),
-    "helmholtz": (1e-3, 1e-2),
+    "poisson": (3e-6, 1e-5),  # the exact solution peaks at 1/(2 pi^2) = 0.0507
+    "heat": (3e-6, 1e-3),
+    "helmholtz": (5e-5, 1e-2),
     "wave": (1e-2, 5e-2),
     "burgers": (1e-3, 5e-2),  # the shock at x = 0 is where the largest error sits
-    "kovasznay": (1e-3, 5e-2),
+    "kovasznay": (5e-5, 5e-2),
     "lshape": (1e-2, 2e-1),  # the gradient is infinite at the re-entrant corner: 0.09 there
     "annulus": (1e-4, 1e-3),
     # d = 100, stochastic Laplacian: 6.5e-2 measured; the issue's 1e-2 is not reached (README).
     "poisson_highd": (1e-1, 1e-1),
 }
 
+# Gauss-Newton iterations run here, and what the full default run's history showed there
+# (rel_l2, this CPU, 2 threads): poisson 1.9e-6 (of 600), heat 8.4e-7 (of 400), helmholtz
+# 1.0e-5 (of 200), kovasznay 3.3e-5 (of 70).
+BUDGETS = {"poisson": 200, "heat": 80, "helmholtz": 80, "kovasznay": 40}
+
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", TARGETS)
 def test_the_default_run_reaches_its_stated_accuracy(name, tmp_path):
-    metrics = train(compose_config([f"problem={name}", "trainer.progress=false"]), tmp_path)
+    overrides = [f"problem={name}", "trainer.progress=false"]
+    if name in BUDGETS:
+        overrides.append(f"trainer.gauss_newton.steps={BUDGETS[name]}")
+    metrics = train(compose_config(overrides), tmp_path)
     rel_l2, max_abs_error = TARGETS[name]
     assert metrics["rel_l2"] <= rel_l2
     assert metrics["max_abs_error"] <= max_abs_error

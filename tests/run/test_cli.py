@@ -10,6 +10,7 @@ from cli_helpers import REPO, run_pinn
 FAST = [
     "trainer.adam.steps=30",
     "trainer.lbfgs.steps=5",
+    "trainer.gauss_newton.steps=5",
     "trainer.progress=false",
     "problem.n_interior=64",
     "problem.n_boundary=32",
@@ -117,6 +118,7 @@ def test_multirun_sweeps_every_combination(tmp_path):
         *FAST,
         "trainer.adam.steps=5",
         "trainer.lbfgs.steps=0",
+        "trainer.gauss_newton.steps=0",
         "seed=0,1",
         "model.width=4,6",
         f"hydra.sweep.dir={tmp_path}",
@@ -149,6 +151,7 @@ def test_a_new_problem_module_trains_to_stated_accuracy(tmp_path):
     result = run_pinn(
         "problem=reaction",
         "trainer.lbfgs.steps=200",  # the command line overrides the problem's settings
+        "trainer.gauss_newton.steps=200",
         "trainer.progress=false",
         "threads=1",
         f"hydra.run.dir={run_dir}",

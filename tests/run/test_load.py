@@ -12,6 +12,7 @@ from pinn.training.checkpoint import save_checkpoint
 SMALL = [
     "trainer.adam.steps=5",
     "trainer.lbfgs.steps=2",
+    "trainer.gauss_newton.steps=2",
     "trainer.progress=false",
     "problem.n_interior=64",
     "problem.n_boundary=32",
@@ -71,7 +72,9 @@ def test_the_config_and_learned_unknowns_come_back(inverse_run):
 
 
 def test_a_system_returns_each_output_by_name(tmp_path):
-    run_dir = small_run(tmp_path, "problem=kovasznay", "trainer.lbfgs.steps=0")
+    run_dir = small_run(
+        tmp_path, "problem=kovasznay", "trainer.lbfgs.steps=0", "trainer.gauss_newton.steps=0"
+    )
     values = load_run(run_dir).predict(saved_prediction(run_dir)[0])
     predicted = saved_prediction(run_dir)[1]
     assert list(values) == ["u", "v", "p"]

@@ -15,6 +15,7 @@ from pinn import compose_config, train
 SMALL = [
     "trainer.adam.steps=5",
     "trainer.lbfgs.steps=0",
+    "trainer.gauss_newton.steps=0",
     "trainer.progress=false",
     "problem.n_interior=64",
     "problem.n_boundary=32",

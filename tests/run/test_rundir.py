@@ -23,6 +23,7 @@ from pinn.run.rundir import LOCK_NAME, claim_run_dir
 FAST = [
     "trainer.adam.steps=20",
     "trainer.lbfgs.steps=5",
+    "trainer.gauss_newton.steps=5",
     "trainer.log_every=5",
     "trainer.checkpoint_every=5",
     "trainer.progress=false",

@@ -11,6 +11,7 @@ from pinn.run.sweep import table
 FAST = [
     "trainer.adam.steps=5",
     "trainer.lbfgs.steps=0",
+    "trainer.gauss_newton.steps=0",
     "trainer.progress=false",
     "problem.n_interior=32",
     "problem.n_boundary=16",

@@ -15,6 +15,7 @@ from pinn.run.tensorboard import TENSORBOARD_DIR
 TINY = [
     "trainer.adam.steps=20",
     "trainer.lbfgs.steps=5",
+    "trainer.gauss_newton.steps=5",
     "trainer.log_every=5",
     "trainer.checkpoint_every=10",
     "trainer.progress=false",

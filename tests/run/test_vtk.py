@@ -19,6 +19,7 @@ from pinn.run.vtk import write_vtk
 SMALL = [
     "trainer.adam.steps=5",
     "trainer.lbfgs.steps=0",
+    "trainer.gauss_newton.steps=0",
     "trainer.progress=false",
     "problem.n_interior=64",
     "problem.n_boundary=32",

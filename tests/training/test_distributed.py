@@ -161,6 +161,7 @@ RUN = [
     "model.depth=2",
     "trainer.adam.steps=30",
     "trainer.lbfgs.steps=10",
+    "trainer.gauss_newton.steps=10",
     "trainer.log_every=5",
     "trainer.adam.resample_every=5",
 ]
@@ -175,7 +176,12 @@ def cli(processes: int | None, run_dir: Path, *extra: str, timeout: float = 240)
     return torchrun(processes, arguments, timeout)
 
 
-LONGER = ["trainer.adam.steps=400", "trainer.lbfgs.steps=20", "trainer.checkpoint_every=10"]
+LONGER = [
+    "trainer.adam.steps=400",
+    "trainer.lbfgs.steps=20",
+    "trainer.gauss_newton.steps=20",
+    "trainer.checkpoint_every=10",
+]
 
 
 @pytest.fixture(scope="module")

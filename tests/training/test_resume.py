@@ -47,6 +47,7 @@ RUN = [
     "model.depth=2",
     "trainer.adam.steps=300",
     "trainer.lbfgs.steps=200",
+    "trainer.gauss_newton.steps=200",
     "trainer.log_every=10",
     "trainer.checkpoint_every=5",
     "trainer.adam.resample_every=7",
