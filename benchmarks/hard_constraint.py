@@ -28,6 +28,7 @@ import pinn
 
 COMMON = [
     "problem=poisson",
+    "problem.n_interior=4000",  # as measured (poisson.yaml now draws 1000, for Gauss-Newton)
     "model.width=20",
     "model.depth=4",
     "dtype=float32",

@@ -1,0 +1,126 @@
+"""Error against wall time: Adam alone, Adam + L-BFGS and Adam + Gauss-Newton, per problem.
+
+Each problem runs with its yaml's network, points and Adam steps (`conf/problem/<name>.yaml`),
+only the phases changed, one run after the other in this process (so one process at a time):
+
+    adam          trainer.phases=[adam], `--adam-factor` times the yaml's Adam steps
+    adam+lbfgs    trainer.phases=[adam,lbfgs], `--lbfgs` L-BFGS iterations
+    adam+gn       trainer.phases=[adam,gauss_newton], `--gn` Gauss-Newton iterations
+
+A history row every `--every` steps gives the curve: rel_l2 against the run's own clock
+(`time_s` of history.csv, training only). Prints, per run, the final rel_l2, the time, and the
+time at which it first went below 1e-4 and 1e-5; writes the curves to `--plot` (log scale).
+
+How to run (from the repository root, nothing else running):
+
+    python benchmarks/optimizers.py                                  # the four problems
+    python benchmarks/optimizers.py --problems poisson --scale 0.02  # a smoke test
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import tempfile
+from pathlib import Path
+
+import pinn
+
+PROBLEMS = ("poisson", "heat", "helmholtz", "burgers")
+THRESHOLDS = (1e-4, 1e-5)
+
+
+def methods(args: argparse.Namespace, adam_steps: int) -> dict[str, list[str]]:
+    """{method: the overrides that make it}."""
+    scaled = lambda n: max(1, round(n * args.scale))  # noqa: E731
+    return {
+        "adam": ["trainer.phases=[adam]", f"trainer.adam.steps={scaled(adam_steps * args.adam_factor)}"],
+        "adam+lbfgs": [
+            "trainer.phases=[adam,lbfgs]",
+            f"trainer.adam.steps={scaled(adam_steps)}",
+            f"trainer.lbfgs.steps={scaled(args.lbfgs)}",
+        ],
+        "adam+gn": [
+            "trainer.phases=[adam,gauss_newton]",
+            f"trainer.adam.steps={scaled(adam_steps)}",
+            f"trainer.gauss_newton.steps={scaled(args.gn)}",
+        ],
+    }
+
+
+def curve(run_dir: Path) -> list[tuple[float, float]]:
+    """[(seconds, rel_l2)] of the history's validated rows."""
+    with open(run_dir / "history.csv", newline="") as file:
+        rows = list(csv.DictReader(file))
+    points = []
+    for row in rows:
+        value = float(row["rel_l2"]) if row.get("rel_l2") not in (None, "") else math.nan
+        if math.isfinite(value):
+            points.append((float(row["time_s"]), value))
+    return points
+
+
+def first_below(points: list[tuple[float, float]], threshold: float) -> str:
+    return next((f"{t:.0f}" for t, value in points if value <= threshold), "-")
+
+
+def run(problem: str, overrides: list[str], every: int, threads: int | None):
+    base = [f"problem={problem}", "trainer.progress=false", f"trainer.log_every={every}"]
+    base += ["trainer.checkpoint_every=0"] + ([f"threads={threads}"] if threads else [])
+    with tempfile.TemporaryDirectory() as run_dir:
+        metrics = pinn.train(pinn.compose_config(base + overrides), run_dir)
+        return metrics, curve(Path(run_dir))
+
+
+def plot(curves: dict[str, dict[str, list[tuple[float, float]]]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, len(curves), figsize=(4 * len(curves), 3.4), squeeze=False)
+    for ax, (problem, by_method) in zip(axes[0], curves.items()):
+        for method, points in by_method.items():
+            if points:
+                ax.plot(*zip(*points), label=method)
+        ax.set_yscale("log")
+        ax.set_xlabel("training time (s)")
+        ax.set_title(problem)
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0][0].set_ylabel("rel_l2")
+    axes[0][0].legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--problems", nargs="+", default=list(PROBLEMS))
+    parser.add_argument("--adam-factor", type=int, default=5)
+    parser.add_argument("--lbfgs", type=int, default=2000)
+    parser.add_argument("--gn", type=int, default=300)
+    parser.add_argument("--every", type=int, default=10)
+    parser.add_argument("--scale", type=float, default=1.0, help="every step count times this")
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--plot", type=Path, default=Path("benchmarks/optimizers.png"))
+    args = parser.parse_args(argv)
+
+    curves: dict[str, dict[str, list[tuple[float, float]]]] = {}
+    print("| problem | method | rel_l2 | training s | s to 1e-4 | s to 1e-5 |")
+    print("| --- | --- | ---: | ---: | ---: | ---: |")
+    for problem in args.problems:
+        adam_steps = pinn.compose_config([f"problem={problem}"]).trainer.adam.steps
+        curves[problem] = {}
+        for method, overrides in methods(args, adam_steps).items():
+            metrics, points = run(problem, overrides, args.every, args.threads)
+            curves[problem][method] = points
+            seconds = points[-1][0] if points else math.nan
+            below = " | ".join(first_below(points, t) for t in THRESHOLDS)
+            print(f"| {problem} | {method} | {metrics['rel_l2']:.2e} | {seconds:.0f} | {below} |")
+    plot(curves, args.plot)
+    print(f"plot: {args.plot}")
+
+
+if __name__ == "__main__":
+    main()
