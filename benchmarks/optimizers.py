@@ -33,9 +33,15 @@ THRESHOLDS = (1e-4, 1e-5)
 
 def methods(args: argparse.Namespace, adam_steps: int) -> dict[str, list[str]]:
     """{method: the overrides that make it}."""
-    scaled = lambda n: max(1, round(n * args.scale))  # noqa: E731
+
+    def scaled(steps: int) -> int:
+        return max(1, round(steps * args.scale))
+
     return {
-        "adam": ["trainer.phases=[adam]", f"trainer.adam.steps={scaled(adam_steps * args.adam_factor)}"],
+        "adam": [
+            "trainer.phases=[adam]",
+            f"trainer.adam.steps={scaled(adam_steps * args.adam_factor)}",
+        ],
         "adam+lbfgs": [
             "trainer.phases=[adam,lbfgs]",
             f"trainer.adam.steps={scaled(adam_steps)}",

@@ -47,7 +47,8 @@ def worker(points: int, steps: int, device: str, threads: int, out: Path) -> Non
     where = process_device(torch.device(device))
     world = start(where)
     problem = Poisson()
-    model = build_model(problem, compose_config(["problem=poisson", "model.width=32"]).model, seed=0)
+    settings = compose_config(["problem=poisson", "model.width=32"])  # the model measured
+    model = build_model(problem, settings.model, seed=0)
     model = model.to(dtype=torch.float64, device=where)
     generator = torch.Generator().manual_seed(rank_seed(1, world.rank))
     sampler = PointSampler(problem.domain, points, 64, "sobol", generator, torch.float64, where)
