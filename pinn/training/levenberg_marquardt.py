@@ -60,7 +60,7 @@ from typing import Any
 
 import torch
 
-from pinn.errors import ConfigError
+from pinn.errors import ConfigError, require_int
 from pinn.training.damped_solves import cholesky_solve, conjugate_gradient
 from pinn.training.distributed import World
 from pinn.training.plateau import on_plateau
@@ -133,8 +133,7 @@ class LevenbergMarquardt:
         self.cg_iterations, self.cg_tolerance = cg_iterations, cg_tolerance
         self.dtype = dtype
         self.scaling = scaling
-        if not (isinstance(line_search, int) and line_search >= 0):
-            raise ConfigError(f"line_search must be an integer >= 0, got {line_search!r}")
+        require_int("line_search", line_search, minimum=0)
         self.line_search = line_search
         self.initial_mu: float | None = None
         self.mu: float | None = None  # set at the first iteration
@@ -213,7 +212,7 @@ class LevenbergMarquardt:
                 predicted = -(2 * g.dot(step) + self._average((J @ step).square().sum())[0])
                 rho = ((loss - new_loss) / predicted).item()
                 self.last_gain, self.last_damping, self.last_length = rho, self.mu, length
-                self._accept(rho, length)
+                self._accept(rho)
                 self.iterations += 1
                 return new_loss.to(rows.dtype), info
             self._set_params(start)
@@ -241,7 +240,7 @@ class LevenbergMarquardt:
             self._set_params(start + best_length * delta)
         return best_length, best_loss, best_info
 
-    def _accept(self, rho: float, length: float) -> None:
+    def _accept(self, rho: float) -> None:
         """Move mu after an accepted step of gain ratio rho.
 
         Plain Levenberg-Marquardt (a trust region): mu / 10 for rho > 0.75, mu for rho > 0.25,

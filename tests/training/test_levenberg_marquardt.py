@@ -99,7 +99,7 @@ def test_the_line_search_takes_the_best_length_of_its_grid():
         lengths.add(best)
     assert (p - 1).abs().max().item() <= 1e-10
     assert len(lengths) > 1  # the search did choose shorter steps on the way
-    with pytest.raises(ConfigError, match="line_search must be an integer >= 0"):
+    with pytest.raises(ConfigError, match="line_search must be a whole number >= 0"):
         LevenbergMarquardt([p], line_search=-1)
 
 
