@@ -60,7 +60,7 @@ from typing import Any
 
 import torch
 
-from pinn.errors import ConfigError, require_int
+from pinn.errors import CheckpointError, ConfigError, require_int
 from pinn.training.damped_solves import cholesky_solve, conjugate_gradient
 from pinn.training.distributed import World
 from pinn.training.plateau import on_plateau
@@ -158,6 +158,12 @@ class LevenbergMarquardt:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        missing = sorted(set(self.state_dict()) - set(state))
+        if missing:
+            raise CheckpointError(
+                f"this Levenberg-Marquardt state lacks {', '.join(missing)}: it was written by an "
+                "older pinn, which this one cannot resume: start the run again without resume="
+            )
         self.mu, self.nu = state["mu"], state["nu"]
         self.initial_mu = state["initial_mu"]
         self.iterations, self.evaluations = state["iterations"], state["evaluations"]

@@ -376,7 +376,7 @@ def test_a_resumed_run_continues_with_its_unknowns(tmp_path, monkeypatch):
     written = keep_checkpoints(monkeypatch, write=True)
     reference = train(compose_config(run), tmp_path / "whole")
     monkeypatch.undo()
-    middle = next(state for state in written if state["training"]["phase"] == "lbfgs")
+    middle = next(state for state in written if state["training"]["phase"] == "gauss_newton")
     killed = tmp_path / "killed"
     save_checkpoint(killed / "checkpoint.pt", middle)  # as if the run had been killed there
     with pytest.raises(ConfigError, match=r"problem.unknowns.kappa=2.0 \(saved: 1.0\)"):
@@ -401,7 +401,7 @@ def test_a_short_run_recovers_kappa_to_within_1_percent(tmp_path):
             "model.width=16",
             "trainer.adam.steps=200",
             "trainer.lbfgs.steps=300",
-            "trainer.gauss_newton.steps=300",
+            "trainer.gauss_newton.steps=30",
             "trainer.log_every=100",
         ]
     )
@@ -412,7 +412,8 @@ def test_a_short_run_recovers_kappa_to_within_1_percent(tmp_path):
 
 @pytest.mark.slow
 def test_the_default_run_recovers_kappa_to_within_1_percent(tmp_path):
-    # `python -m pinn problem=inverse_poisson`: measured kappa 0.500007 (1.4e-5), 28 s.
+    # `python -m pinn problem=inverse_poisson` (Adam + Gauss-Newton): measured kappa 0.50000008
+    # (error 1.5e-7), 33 s; issue 18's bound is 1e-6 (Adam + L-BFGS reached 1.4e-5).
     metrics = train(compose_config(["problem=inverse_poisson", "trainer.progress=false"]), tmp_path)
-    assert relative_error(metrics["unknowns"]["kappa"]) <= RECOVERY_TOLERANCE
+    assert relative_error(metrics["unknowns"]["kappa"]) <= 1e-6
     assert metrics["rel_l2"] <= 1e-3

@@ -8,7 +8,7 @@ import threading
 import pytest
 import torch
 
-from pinn import ConfigError, loss_terms
+from pinn import CheckpointError, ConfigError, loss_terms
 from pinn.derivatives.engines import Engine
 from pinn.geometry import PointSampler
 from pinn.nn import MLP, HardConstraint
@@ -173,6 +173,13 @@ def test_a_resumed_optimizer_continues_bit_identically():
         rosenbrock(alone), 10, lambda loss, info: None
     )
     assert torch.equal(alone, straight)
+
+
+def test_a_state_of_an_older_pinn_is_refused_in_one_line():
+    saved = LevenbergMarquardt([torch.zeros(2, dtype=torch.float64)]).state_dict()
+    del saved["initial_mu"]  # as the phase wrote it before its line search
+    with pytest.raises(CheckpointError, match="lacks initial_mu.*without resume"):
+        LevenbergMarquardt([torch.zeros(2, dtype=torch.float64)]).load_state_dict(saved)
 
 
 class ThreadWorld(World):
