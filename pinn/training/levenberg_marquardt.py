@@ -10,12 +10,14 @@
     done, why = optimizer.iterate(evaluate, 20, on_iteration)
 
 `evaluate(jacobian)` returns `(rows, J, info)` at the parameters' current values: this
-process's (R,) residual rows, their (R, P) Jacobian with respect to the flat parameters (None
-when `jacobian` is False) and what to report with them (`ResidualRows` gives all three). The
-loss is sum(rows**2), averaged over the processes (`World.average_`). `on_iteration(loss, info)`
-is called after each accepted step with the parameters at its end, their loss (over all
-processes) and the `info` of that evaluation (this process's: a phase averages per-term values
-itself, as `World.average_loss` does, before writing its history row).
+process's (R,) residual rows, their Jacobian with respect to the flat parameters and what to
+report with them (`ResidualRows` gives all three). `jacobian` is False (J may be None: a line
+search's trial), True (J the (R, P) matrix) or "products" (asked for by the "cg" solver, which
+needs only J v and J^T u: J may be a `MatrixFreeJacobian` of `pinn.training.jacobian_products`,
+or the matrix). The loss is sum(rows**2), averaged over the processes (`World.average_`).
+`on_iteration(loss, info)` is called after each accepted step with the parameters at its end,
+their loss (over all processes) and the `info` of that evaluation (this process's: a phase
+averages per-term values itself, as `World.average_loss` does, before writing its history row).
 
 One iteration: with g = J^T r and A = J^T J, solve the damped normal equations
 (A + mu I) delta = -g for the step; the model of the loss along it, |r + J delta|^2, predicts a
@@ -36,12 +38,15 @@ solver).
 Solvers (`solver`): "parameters", Cholesky of the (P, P) matrix A + mu I; "rows", when there are
 fewer rows than parameters, Cholesky of the (R, R) matrix J J^T + mu I, (J J^T + mu I) y = -r,
 delta = J^T y (the same step: (J^T J + mu I) J^T = J^T (J J^T + mu I)); "cg", conjugate
-gradients with a Jacobi preconditioner on v -> J^T (J v) + mu v, which never forms a P x P or
-R x R matrix (for networks too large for A). "auto": "rows" when R < P on one process, "cg"
-above `dense_limit` parameters, else "parameters". Under torchrun every reduction (J^T J, J^T r,
-the losses, each conjugate-gradient product) goes through `world.average_`, so N processes with
-equal shares of the rows take the step one process with all of them would; with N = 1 it is the
-plain computation. "rows" needs every row in one place: one process only.
+gradients with a Jacobi preconditioner on v -> J^T (J v) + mu v, matrix-free: it takes only
+products of J, never forming an R x P, P x P or R x R matrix (for networks too large for them),
+and the preconditioner and the first mu come from a Hutchinson estimate of diag(A) (`probes`
+draws, seeded by the evaluation count, so a resumed run draws the same). "auto": "cg" above
+`dense_limit` parameters (decided from P before evaluating), else "rows" when R < P on one
+process, else "parameters". Under torchrun every reduction (J^T J, J^T r, the losses, each
+conjugate-gradient product) goes through `world.average_`, so N processes with equal shares of
+the rows take the step one process with all of them would; with N = 1 it is the plain
+computation. "rows" needs every row in one place: one process only.
 
 Precision: rows, Jacobian and normal equations are computed in `dtype` (float64 by default).
 A float32 model's rows and Jacobian are cast up, the equations solved in float64, and the step
@@ -63,6 +68,7 @@ import torch
 from pinn.errors import CheckpointError, ConfigError, require_int
 from pinn.training.damped_solves import cholesky_solve, conjugate_gradient
 from pinn.training.distributed import World
+from pinn.training.jacobian_products import DenseJacobian
 from pinn.training.plateau import on_plateau
 
 SOLVERS = ("auto", "parameters", "rows", "cg")
@@ -94,6 +100,7 @@ class LevenbergMarquardt:
         scaling: "identity" (mu I) or "diagonal" (mu diag(J^T J)).
         line_search: 0, plain Levenberg-Marquardt (the full step or none); n > 0, the best of
             the step lengths 1, 1/2, ..., 1/2^(n-1) along each solved step (see `_search`).
+        probes: "cg" on a matrix-free Jacobian: the Rademacher draws estimating diag(J^T J).
     """
 
     def __init__(
@@ -111,6 +118,7 @@ class LevenbergMarquardt:
         dtype: torch.dtype = torch.float64,
         scaling: str = "identity",
         line_search: int = 0,
+        probes: int = 8,
     ):
         if solver not in SOLVERS:
             raise ConfigError(f"solver={solver!r} is unknown; choose one of {', '.join(SOLVERS)}")
@@ -135,6 +143,8 @@ class LevenbergMarquardt:
         self.scaling = scaling
         require_int("line_search", line_search, minimum=0)
         self.line_search = line_search
+        require_int("probes", probes, minimum=1)
+        self.probes = probes
         self.initial_mu: float | None = None
         self.mu: float | None = None  # set at the first iteration
         self.nu = 2.0  # the factor of mu at the next refusal
@@ -197,25 +207,32 @@ class LevenbergMarquardt:
 
     def step(self, evaluate: Evaluate) -> tuple[torch.Tensor, Any] | None:
         """One iteration: (the new loss, its info), or None when every try was refused."""
-        rows, jacobian, _ = evaluate(True)
+        matrix_free = self._matrix_free()
+        rows, jacobian, _ = evaluate("products" if matrix_free else True)
         self.evaluations += 1
-        r, J = rows.detach().to(self.dtype), jacobian.detach().to(self.dtype)
-        g, loss = self._average(J.T @ r, r.dot(r))
-        diagonal = self._average((J * J).sum(dim=0))[0]
+        r = rows.detach().to(self.dtype)
+        J = jacobian if hasattr(jacobian, "rmv") else DenseJacobian(jacobian, self.dtype)
+        g, loss = self._average(J.rmv(r), r.dot(r))
+        probes = torch.Generator().manual_seed(self.evaluations)  # the same draws on resume
+        diagonal = self._average(J.column_squares(self.probes, probes))[0]
         if self.mu is None:
             self.mu = self.relative_damping * diagonal.max().item()
             self.initial_mu = self.mu
-        normal = self._normal_matrix(J) if self._solver(J) == "parameters" else None
+        self.last_solver = "cg" if matrix_free else self._dense_solver(J.shape)
+        normal = self._normal_matrix(J.matrix) if self.last_solver == "parameters" else None
         start = self._flat_params()
         for _ in range(self.max_tries + 1):
             delta = self._solve(J, r, g, normal, diagonal)
             if delta is None:  # the damped matrix was not positive definite: damp more
                 self._refuse(diagonal)
                 continue
+            # J delta before the search moves the parameters (a matrix-free J's graph
+            # computes at the values it was made at): the model's decrease at length t is
+            # -(2 t g.delta + t^2 |J delta|^2).
+            slope, curvature = g.dot(delta), self._average(J.mv(delta).square().sum())[0]
             length, new_loss, info = self._search(evaluate, start, delta, loss)
             if length > 0:
-                step = length * delta
-                predicted = -(2 * g.dot(step) + self._average((J @ step).square().sum())[0])
+                predicted = -(2 * length * slope + length**2 * curvature)
                 rho = ((loss - new_loss) / predicted).item()
                 self.last_gain, self.last_damping, self.last_length = rho, self.mu, length
                 self._accept(rho)
@@ -271,17 +288,20 @@ class LevenbergMarquardt:
 
     # ---- the damped normal equations ----------------------------------------------------------
 
-    def _solver(self, J: torch.Tensor) -> str:
-        """The solver this iteration uses (the setting, or what "auto" picks by size)."""
-        rows, columns = J.shape
-        solver = self.solver
-        if solver == "auto":
-            if self.world.size == 1 and rows < columns and self.scaling == "identity":
-                solver = "rows"
-            else:
-                solver = "cg" if columns > self.dense_limit else "parameters"
-        self.last_solver = solver
-        return solver
+    def _matrix_free(self) -> bool:
+        """Whether this iteration solves by conjugate gradients on Jacobian products: the
+        setting "cg", or "auto" above `dense_limit` parameters (decided before evaluating,
+        so no dense Jacobian is made for it)."""
+        columns = sum(p.numel() for p in self.params)
+        return self.solver == "cg" or (self.solver == "auto" and columns > self.dense_limit)
+
+    def _dense_solver(self, shape: tuple[int, int]) -> str:
+        """ "parameters" or "rows": the setting, or what "auto" picks for an (R, P) Jacobian."""
+        rows, columns = shape
+        if self.solver != "auto":
+            return self.solver
+        fewer_rows = self.world.size == 1 and rows < columns and self.scaling == "identity"
+        return "rows" if fewer_rows else "parameters"
 
     def _normal_matrix(self, J: torch.Tensor) -> torch.Tensor:
         """(P, P) J^T J over every process's rows."""
@@ -293,17 +313,17 @@ class LevenbergMarquardt:
         mu, scale = self.mu, self._scale(diagonal)
         if self.last_solver == "cg":
             return conjugate_gradient(
-                lambda v: self._average(J.T @ (J @ v))[0] + mu * scale * v,
+                lambda v: self._average(J.rmv(J.mv(v)))[0] + mu * scale * v,
                 -g,
                 diagonal + mu * scale,
                 self.cg_iterations,
                 self.cg_tolerance,
             )
         if self.last_solver == "rows":
-            kernel = J @ J.T
+            kernel = J.matrix @ J.matrix.T
             kernel.diagonal().add_(mu)
             y = cholesky_solve(kernel, -r)
-            return None if y is None else J.T @ y
+            return None if y is None else J.rmv(y)
         damped = normal.clone()
         damped.diagonal().add_(mu * scale)
         return cholesky_solve(damped, -g)
@@ -325,8 +345,10 @@ class LevenbergMarquardt:
         return torch.cat([p.detach().reshape(-1).to(self.dtype) for p in self.params])
 
     def _set_params(self, flat: torch.Tensor) -> None:
+        """Write `flat` into the parameters, through `.data`: a matrix-free Jacobian's graph
+        saved them, and a refused step puts back the very values it was made at, so its
+        products stay valid (`MatrixFreeJacobian` checks that they are)."""
         offset = 0
-        with torch.no_grad():
-            for p in self.params:
-                p.copy_(flat[offset : offset + p.numel()].view_as(p))
-                offset += p.numel()
+        for p in self.params:
+            p.data.copy_(flat[offset : offset + p.numel()].view_as(p))
+            offset += p.numel()

@@ -3,6 +3,7 @@
     rows_of = ResidualRows(problem, model, engine, weights={"dirichlet": 10.0})
     rows = rows_of(batch)                    # rows.values (R,), rows.terms, rows.loss
     rows = rows_of(batch, jacobian=True)     # and rows.jacobian (R, P)
+    rows = rows_of(batch, jacobian="products")  # rows.jacobian a MatrixFreeJacobian (J v, J^T u)
 
 Each term k of `loss_terms` (the PDE, each condition, observations) has n_k residuals r_k; its
 rows are sqrt(w_k / n_k) r_k, so sum(rows**2) = sum_k w_k mean(r_k**2), the loss the other
@@ -58,6 +59,7 @@ from pinn.errors import ConfigError
 from pinn.geometry import Batch
 from pinn.problem.loss import residuals
 from pinn.problem.problem import Problem
+from pinn.training.jacobian_products import MatrixFreeJacobian
 from pinn.training.row_jacobian import Recording, row_jacobian
 
 
@@ -69,13 +71,14 @@ class Rows:
     values: (R,) the scaled rows, detached; sum(values**2) is the weighted loss.
     terms: {term: 0-d mean square of its residuals}, unweighted, as `loss_terms` gives them.
     layout: {term: slice of `values` holding its rows}.
-    jacobian: (R, P) d values / d parameters, or None when not asked for.
+    jacobian: (R, P) d values / d parameters, or None when not asked for, or its products
+        (`pinn.training.jacobian_products.MatrixFreeJacobian`) when asked for "products".
     """
 
     values: torch.Tensor
     terms: dict[str, torch.Tensor]
     layout: dict[str, slice]
-    jacobian: torch.Tensor | None = None
+    jacobian: torch.Tensor | MatrixFreeJacobian | None = None
 
     @property
     def loss(self) -> torch.Tensor:
@@ -113,19 +116,26 @@ class ResidualRows:
         self.weights = dict(weights or {})
         self.chunk = chunk
 
-    def __call__(self, batch: Batch, jacobian: bool = False) -> Rows:
-        """The rows at `batch` for the current parameters, with their Jacobian if asked."""
+    def __call__(self, batch: Batch, jacobian: bool | str = False) -> Rows:
+        """The rows at `batch` for the current parameters, with their Jacobian if asked:
+        `jacobian` False, True (the matrix) or "products" (matrix-free)."""
+        if jacobian not in (False, True, "products"):
+            raise ValueError(f"jacobian must be False, True or 'products', got {jacobian!r}")
         recording = Recording(self.engine)
-        vectors = residuals(self.problem, self.model, batch, recording)
+        with torch.enable_grad():
+            vectors = residuals(self.problem, self.model, batch, recording)
         scales = self._scales(vectors)
-        values = torch.cat([scales[name] * vector.detach() for name, vector in vectors.items()])
+        attached = torch.cat([scales[name] * vector for name, vector in vectors.items()])
+        values = attached.detach()
         terms = {name: vector.detach().square().mean() for name, vector in vectors.items()}
         layout, start = {}, 0
         for name, vector in vectors.items():
             layout[name] = slice(start, start + vector.numel())
             start += vector.numel()
         rows = Rows(values, terms, layout)
-        if jacobian:
+        if jacobian == "products":
+            rows.jacobian = MatrixFreeJacobian(attached, parameters(self.model, self.problem))
+        elif jacobian:
             rows.jacobian = row_jacobian(
                 self.problem, self.model, batch, recording, scales, self.chunk
             )

@@ -31,12 +31,12 @@ class TrainSettings:
 
     Attributes:
         phases: the training methods, run in this order (`pinn.training.phases`): "adam",
-            "lbfgs"; each has its settings block, the field of its name (a dict of its keys
-            is taken too). A phase of 0 steps is skipped.
+            "lbfgs", "gauss_newton"; each has its settings block, the field of its name (a
+            dict of its keys is taken too). A phase of 0 steps is skipped.
         adam: `AdamSettings` (steps, lr, lr_decay, schedule, resample_every).
         lbfgs: `LBFGSSettings` (steps, tolerance, stall_window, stall_decrease, history_size).
-        gauss_newton: `GaussNewtonSettings` (steps, damping, solver, max_tries, stall_window,
-            stall_decrease, dense_limit).
+        gauss_newton: `GaussNewtonSettings` (steps, damping, line_search, solver, max_tries,
+            stall_window, stall_decrease, dense_limit, cg_iterations).
         weighting: "fixed" (the weights given to `fit`) or "lra", learning-rate annealing
             (`pinn.training.weighting`): during Adam, every `weighting_every` steps, the
             condition and data terms' weights move towards balancing their gradients with the

@@ -222,9 +222,10 @@ def test_resuming_with_another_number_of_processes_is_refused(tmp_path, two_proc
 
 
 @pytest.mark.slow  # whole torchrun or CLI runs: with the slow tests (in-process checks stay fast)
-def test_a_killed_two_process_run_resumes_bit_identical(tmp_path, two_processes):
+@pytest.mark.parametrize("phase", ["adam", "gauss_newton"])
+def test_a_killed_two_process_run_resumes_bit_identical(tmp_path, two_processes, phase):
     whole, killed, resumed = two_processes, tmp_path / "killed", tmp_path / "resumed"
-    # The same run, every process killed (SIGKILL) once a checkpoint in Adam is on disk.
+    # The same run, every process killed (SIGKILL) once a checkpoint in `phase` is on disk.
     arguments = ["-m", "pinn", *RUN, *LONGER, f"hydra.run.dir={killed}"]
     launcher = subprocess.Popen(
         [*TORCHRUN, "2", "--master-port", str(free_port()), *arguments],
@@ -237,14 +238,14 @@ def test_a_killed_two_process_run_resumes_bit_identical(tmp_path, two_processes)
         deadline = time.monotonic() + 120
         while launcher.poll() is None and time.monotonic() < deadline:
             state = peek(killed / "checkpoint.pt")
-            if state and state["step"] > 0 and state["training"]["phase"] == "adam":
+            if state and state["step"] > 0 and state["training"]["phase"] == phase:
                 kill_tree(launcher.pid)  # the workers first: they run in sessions of their own
                 break
             time.sleep(0.005)
     finally:
         launcher.wait(timeout=60)
     saved = torch.load(killed / "checkpoint.pt", weights_only=False)
-    assert saved["training"]["phase"] == "adam", "killed too late: make the run longer"
+    assert saved["training"]["phase"] == phase, "killed too late: make the run longer"
     time.sleep(1)
     assert not (killed / "metrics.json").exists()  # every process died with the launcher
     done = cli(2, resumed, *LONGER, f"resume={killed}")

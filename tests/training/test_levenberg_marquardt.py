@@ -1,7 +1,8 @@
 """Levenberg-Marquardt: one undamped step solves linear least squares; Rosenbrock's and a small
 PINN's steps agree with a dense torch.func reference; the three solvers give one step; resumed
 state continues bit-identically; two processes' averaged reductions take the single process's
-step; float32 models; refused settings."""
+step; float32 models; refused settings; the matrix-free products and conjugate-gradient step
+against the dense Jacobian."""
 
 import threading
 
@@ -14,6 +15,7 @@ from pinn.geometry import PointSampler
 from pinn.nn import MLP, HardConstraint
 from pinn.problems.poisson import Poisson
 from pinn.training.distributed import World
+from pinn.training.jacobian_products import MatrixFreeJacobian
 from pinn.training.levenberg_marquardt import STALLED, LevenbergMarquardt, plateau_reason
 from pinn.training.residual_rows import ResidualRows
 
@@ -103,9 +105,9 @@ def test_the_line_search_takes_the_best_length_of_its_grid():
         LevenbergMarquardt([p], line_search=-1)
 
 
-def small_pinn(generator, n_points=300):
+def small_pinn(generator, n_points=300, width=20, depth=3):
     problem = Poisson()
-    network = MLP(2, 1, width=20, depth=3, generator=generator).double()
+    network = MLP(2, 1, width=width, depth=depth, generator=generator).double()
     model = HardConstraint(network, problem.hard_constraint)
     points = PointSampler(problem.domain, n_points, 4, "sobol", generator, dtype=torch.float64)
     batch = points.draw()
@@ -151,6 +153,65 @@ def test_the_three_solvers_take_the_same_step(rows, columns, generator):
     scale = steps["parameters"].abs().max().item()
     assert (steps["rows"] - steps["parameters"]).abs().max().item() <= 1e-8 * scale
     assert (steps["cg"] - steps["parameters"]).abs().max().item() <= 1e-8 * scale
+
+
+@pytest.mark.parametrize("engine_name", ["taylor", "autograd"])
+def test_matrix_free_products_equal_the_dense_jacobians(engine_name, generator):
+    """J v, J^T u by autograd (no matrix) against the (R, P) Jacobian, itself checked against
+    torch.func in test_residual_rows; the Hutchinson diagonal against its dense formula."""
+    problem, model, batch, _, _ = small_pinn(generator)
+    engine = Engine(engine_name, model, probe=batch.interior[:2], announce=False)
+    rows_of = ResidualRows(problem, model, engine)
+    J = rows_of(batch, jacobian=True).jacobian
+    products = rows_of(batch, jacobian="products").jacobian
+    assert isinstance(products, MatrixFreeJacobian) and products.shape == tuple(J.shape)
+    for _ in range(3):
+        v = torch.randn(J.shape[1], dtype=torch.float64, generator=generator)
+        u = torch.randn(J.shape[0], dtype=torch.float64, generator=generator)
+        assert (products.mv(v) - J @ v).abs().max() <= 1e-10 * (J @ v).abs().max()
+        assert (products.rmv(u) - J.T @ u).abs().max() <= 1e-10 * (J.T @ u).abs().max()
+    estimate = products.column_squares(4, torch.Generator().manual_seed(3))
+    draws = torch.Generator().manual_seed(3)
+    signs = [torch.randint(0, 2, (J.shape[0],), generator=draws) * 2.0 - 1 for _ in range(4)]
+    expected = sum((J.T @ z.double()).square() for z in signs) / 4
+    assert (estimate - expected).abs().max() <= 1e-10 * expected.max()
+    exact = J.square().sum(dim=0)  # unbiased: 256 draws land within 20 % of it (median)
+    many = products.column_squares(256, torch.Generator().manual_seed(4))
+    assert ((many - exact).abs() / exact).median() <= 0.2
+    with pytest.raises(ValueError, match="jacobian must be False, True or 'products'"):
+        rows_of(batch, jacobian="matrix")
+
+
+def test_the_matrix_free_cg_step_is_the_dense_step(generator):
+    """More rows than parameters (400 > 141), the same mu: conjugate gradients on autograd
+    products take the Cholesky step of the dense normal equations, to 1e-8; "auto" goes
+    matrix-free above dense_limit without asking for the matrix."""
+    problem, model, batch, engine, evaluate = small_pinn(generator, 400, width=10, depth=2)
+    params = list(model.parameters())
+    start = torch.cat([p.detach().flatten() for p in params])
+    rows, J, _ = evaluate(True)
+    assert J.shape[0] > J.shape[1]
+    mu = 1e-4 * J.square().sum(dim=0).max().item()
+    asked, steps = [], {}
+    for solver, limit in (("parameters", 6000), ("cg", 6000), ("auto", 100)):
+
+        def recorded(jacobian):
+            asked.append(jacobian)
+            return evaluate(jacobian)
+
+        optimizer = LevenbergMarquardt(params, solver=solver, dense_limit=limit, line_search=1)
+        optimizer.mu = optimizer.initial_mu = mu
+        assert optimizer.step(recorded) is not None
+        steps[solver] = torch.cat([p.detach().flatten() for p in params]) - start
+        assert optimizer.last_solver == ("parameters" if solver == "parameters" else "cg")
+        with torch.no_grad():
+            for p, value in zip(params, start.split([p.numel() for p in params])):
+                p.copy_(value.view_as(p))
+    assert [a for a in asked if a] == [True, "products", "products"]
+    expected = dense_reference_step(rows, J, mu)
+    for solver in ("parameters", "cg", "auto"):
+        error = (steps[solver] - expected).abs().max() / expected.abs().max()
+        assert error <= 1e-8, (solver, error.item())
 
 
 def test_a_resumed_optimizer_continues_bit_identically():

@@ -92,11 +92,17 @@ def test_adam_after_another_phase_logs_from_its_own_first_step():
     assert adam == [3, 8, 13]  # steps 0, 5, 10 of Adam's 12, after L-BFGS's 3
 
 
-@pytest.mark.parametrize("order", ORDERS)
+# The matrix-free Gauss-Newton step too: its Hutchinson draws are seeded by the iteration count.
+MATRIX_FREE = {"gauss_newton": {"steps": 6, "solver": "cg", "cg_iterations": 50}}
+RESUMED = {order: {} for order in ORDERS} | {"adam,gauss_newton (cg)": MATRIX_FREE}
+
+
+@pytest.mark.parametrize("order", RESUMED)
 def test_a_run_resumed_from_any_checkpoint_of_any_order_ends_bit_identical(
     order, written_checkpoints
 ):
-    settings = settings_for(ORDERS[order])
+    order, options = order.split(" ")[0], RESUMED[order]
+    settings = settings_for(ORDERS[order], **options)
     model, result = run(settings, checkpoint_path="unused.pt")
     states = [torch.load(io.BytesIO(data), weights_only=True) for data in written_checkpoints]
     where = {(s["training"]["phase_index"], s["training"]["phase"]) for s in states}
@@ -121,6 +127,23 @@ def test_resuming_with_another_phase_list_is_refused_in_one_line(written_checkpo
         message
     )
     assert "give trainer.phases=[adam,lbfgs]" in message
+
+
+@pytest.mark.parametrize(
+    "block, message",
+    [
+        ({"damping": 0.0}, "trainer.gauss_newton.damping must be a number > 0, got 0.0"),
+        ({"solver": "qr"}, "trainer.gauss_newton.solver must be one of auto, parameters, rows"),
+        ({"cg_iterations": 0}, "trainer.gauss_newton.cg_iterations must be a whole number >= 1"),
+        ({"line_search": 1.5}, "trainer.gauss_newton.line_search must be a whole number >= 0"),
+        ({"stall_decrease": 1.0}, "trainer.gauss_newton.stall_decrease must be in [0, 1)"),
+        ({"max_tries": 0}, "trainer.gauss_newton.max_tries must be a whole number >= 1"),
+    ],
+)
+def test_bad_gauss_newton_settings_are_refused_naming_the_key(block, message):
+    with pytest.raises(ConfigError) as refused:
+        TrainSettings(phases=["gauss_newton"], gauss_newton=block)
+    assert message in str(refused.value)
 
 
 def test_a_phase_of_no_steps_is_skipped_unannounced():

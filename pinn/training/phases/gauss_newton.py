@@ -33,11 +33,14 @@ class GaussNewtonSettings:
             taken (0: plain Levenberg-Marquardt, mu adapting as a trust region's radius).
         solver: "auto", "parameters" (Cholesky of the P x P normal equations), "rows"
             (Cholesky of the R x R ones, when there are fewer rows than parameters; one
-            process only) or "cg" (conjugate gradients, no P x P matrix).
+            process only) or "cg" (conjugate gradients on Jacobian products: no Jacobian,
+            P x P or R x R matrix is formed).
         max_tries: refused steps in a row, each damping more, before the phase stops (>= 1).
         stall_window, stall_decrease: stop once the last `stall_window` iterations together
             lowered the loss by less than `stall_decrease` of it (a window of 0 = never).
         dense_limit: "auto" solves by conjugate gradients above this many parameters.
+        cg_iterations: the most Jacobian products (each about two backward passes of the
+            rows) one conjugate-gradient solve takes.
     """
 
     steps: int = 100
@@ -48,12 +51,14 @@ class GaussNewtonSettings:
     stall_window: int = 20
     stall_decrease: float = 1e-3
     dense_limit: int = 6000
+    cg_iterations: int = 500
 
     def __post_init__(self) -> None:
         for key in ("steps", "stall_window", "line_search"):
             require_int(f"trainer.gauss_newton.{key}", getattr(self, key), minimum=0)
         require_int("trainer.gauss_newton.max_tries", self.max_tries, minimum=1)
         require_int("trainer.gauss_newton.dense_limit", self.dense_limit, minimum=1)
+        require_int("trainer.gauss_newton.cg_iterations", self.cg_iterations, minimum=1)
         damping = self.damping
         if not isinstance(damping, (int, float)) or not math.isfinite(damping) or damping <= 0:
             raise ConfigError(f"trainer.gauss_newton.damping must be a number > 0, got {damping!r}")
@@ -93,6 +98,7 @@ class GaussNewtonPhase(Phase):
             stall_window=settings.stall_window,
             stall_decrease=settings.stall_decrease,
             dense_limit=settings.dense_limit,
+            cg_iterations=settings.cg_iterations,
             world=state.world,
         )
         if saved is not None:  # mu, the next refusal's factor, the recent losses
