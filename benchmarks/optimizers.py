@@ -5,7 +5,8 @@ only the phases changed, one run after the other in this process (so one process
 
     adam          trainer.phases=[adam], `--adam-factor` times the yaml's Adam steps
     adam+lbfgs    trainer.phases=[adam,lbfgs], `--lbfgs` L-BFGS iterations
-    adam+gn       trainer.phases=[adam,gauss_newton], `--gn` Gauss-Newton iterations
+    adam+gn       trainer.phases=[adam,gauss_newton], `--gn` Gauss-Newton iterations (the
+                  yaml's `trainer.gauss_newton.steps` unless given)
 
 A history row every `--every` steps gives the curve: rel_l2 against the run's own clock
 (`time_s` of history.csv, training only). Prints, per run, the final rel_l2, the time, and the
@@ -31,8 +32,8 @@ PROBLEMS = ("poisson", "heat", "helmholtz", "burgers")
 THRESHOLDS = (1e-4, 1e-5)
 
 
-def methods(args: argparse.Namespace, adam_steps: int) -> dict[str, list[str]]:
-    """{method: the overrides that make it}."""
+def methods(args: argparse.Namespace, adam_steps: int, gn_steps: int) -> dict[str, list[str]]:
+    """{method: the overrides that make it}; `gn_steps` the Gauss-Newton iterations."""
 
     def scaled(steps: int) -> int:
         return max(1, round(steps * args.scale))
@@ -50,7 +51,7 @@ def methods(args: argparse.Namespace, adam_steps: int) -> dict[str, list[str]]:
         "adam+gn": [
             "trainer.phases=[adam,gauss_newton]",
             f"trainer.adam.steps={scaled(adam_steps)}",
-            f"trainer.gauss_newton.steps={scaled(args.gn)}",
+            f"trainer.gauss_newton.steps={scaled(gn_steps)}",
         ],
     }
 
@@ -105,7 +106,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--problems", nargs="+", default=list(PROBLEMS))
     parser.add_argument("--adam-factor", type=int, default=5)
     parser.add_argument("--lbfgs", type=int, default=2000)
-    parser.add_argument("--gn", type=int, default=300)
+    parser.add_argument("--gn", type=int, default=None, help="default: the yaml's steps")
     parser.add_argument("--every", type=int, default=10)
     parser.add_argument("--scale", type=float, default=1.0, help="every step count times this")
     parser.add_argument("--threads", type=int, default=None)
@@ -116,9 +117,10 @@ def main(argv: list[str] | None = None) -> None:
     print("| problem | method | rel_l2 | training s | s to 1e-4 | s to 1e-5 |")
     print("| --- | --- | ---: | ---: | ---: | ---: |")
     for problem in args.problems:
-        adam_steps = pinn.compose_config([f"problem={problem}"]).trainer.adam.steps
+        trainer = pinn.compose_config([f"problem={problem}"]).trainer
+        gn_steps = args.gn if args.gn is not None else trainer.gauss_newton.steps
         curves[problem] = {}
-        for method, overrides in methods(args, adam_steps).items():
+        for method, overrides in methods(args, trainer.adam.steps, gn_steps).items():
             metrics, points = run(problem, overrides, args.every, args.threads)
             curves[problem][method] = points
             seconds = points[-1][0] if points else math.nan
