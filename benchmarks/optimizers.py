@@ -104,7 +104,7 @@ def plot(curves: dict[str, dict[str, list[tuple[float, float]]]], path: Path) ->
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problems", nargs="+", default=list(PROBLEMS))
-    parser.add_argument("--adam-factor", type=int, default=5)
+    parser.add_argument("--adam-factor", type=int, default=2)
     parser.add_argument("--lbfgs", type=int, default=2000)
     parser.add_argument("--gn", type=int, default=None, help="default: the yaml's steps")
     parser.add_argument("--every", type=int, default=10)
