@@ -10,12 +10,15 @@ only the phases changed, one run after the other in this process (so one process
 
 A history row every `--every` steps gives the curve: rel_l2 against the run's own clock
 (`time_s` of history.csv, training only). Prints, per run, the final rel_l2, the time, and the
-time at which it first went below 1e-4 and 1e-5; writes the curves to `--plot` (log scale).
+time at which it first went below 1e-4 and 1e-5. Each problem's curves are kept in
+`--curves`/<problem>.csv (method, seconds, rel_l2), and `--plot` (log scale) draws every problem
+kept there, so rerunning one problem redraws its panel beside the others'.
 
 How to run (from the repository root, nothing else running):
 
-    python benchmarks/optimizers.py                                  # the four problems
-    python benchmarks/optimizers.py --problems poisson --scale 0.02  # a smoke test
+    python benchmarks/optimizers.py                                  # the five problems
+    python benchmarks/optimizers.py --problems burgers               # redo one panel
+    python benchmarks/optimizers.py --problems poisson --scale 0.02 --curves c --plot c.png
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from pathlib import Path
 
 import pinn
 
-PROBLEMS = ("poisson", "heat", "helmholtz", "burgers")
+PROBLEMS = ("poisson", "heat", "helmholtz", "burgers", "wave")
 THRESHOLDS = (1e-4, 1e-5)
 
 
@@ -80,6 +83,32 @@ def run(problem: str, overrides: list[str], every: int, threads: int | None):
         return metrics, curve(Path(run_dir))
 
 
+def save_curves(by_method: dict[str, list[tuple[float, float]]], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as file:
+        writer = csv.writer(file)
+        writer.writerow(["method", "seconds", "rel_l2"])
+        for method, points in by_method.items():
+            writer.writerows((method, repr(t), repr(value)) for t, value in points)
+
+
+def load_curves(folder: Path) -> dict[str, dict[str, list[tuple[float, float]]]]:
+    """{problem: {method: [(seconds, rel_l2)]}} of every <problem>.csv in `folder`, in
+    PROBLEMS' order and then by name."""
+    order = {name: i for i, name in enumerate(PROBLEMS)}
+    paths = sorted(folder.glob("*.csv"), key=lambda p: (order.get(p.stem, len(order)), p.stem))
+    curves: dict[str, dict[str, list[tuple[float, float]]]] = {}
+    for path in paths:
+        by_method: dict[str, list[tuple[float, float]]] = {}
+        with open(path, newline="") as file:
+            for row in csv.DictReader(file):
+                by_method.setdefault(row["method"], []).append(
+                    (float(row["seconds"]), float(row["rel_l2"]))
+                )
+        curves[path.stem] = by_method
+    return curves
+
+
 def plot(curves: dict[str, dict[str, list[tuple[float, float]]]], path: Path) -> None:
     import matplotlib
 
@@ -111,22 +140,23 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--scale", type=float, default=1.0, help="every step count times this")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--plot", type=Path, default=Path("benchmarks/optimizers.png"))
+    parser.add_argument("--curves", type=Path, default=Path("benchmarks/optimizers"))
     args = parser.parse_args(argv)
 
-    curves: dict[str, dict[str, list[tuple[float, float]]]] = {}
     print("| problem | method | rel_l2 | training s | s to 1e-4 | s to 1e-5 |")
     print("| --- | --- | ---: | ---: | ---: | ---: |")
     for problem in args.problems:
         trainer = pinn.compose_config([f"problem={problem}"]).trainer
         gn_steps = args.gn if args.gn is not None else trainer.gauss_newton.steps
-        curves[problem] = {}
+        by_method: dict[str, list[tuple[float, float]]] = {}
         for method, overrides in methods(args, trainer.adam.steps, gn_steps).items():
             metrics, points = run(problem, overrides, args.every, args.threads)
-            curves[problem][method] = points
+            by_method[method] = points
             seconds = points[-1][0] if points else math.nan
             below = " | ".join(first_below(points, t) for t in THRESHOLDS)
             print(f"| {problem} | {method} | {metrics['rel_l2']:.2e} | {seconds:.0f} | {below} |")
-    plot(curves, args.plot)
+        save_curves(by_method, args.curves / f"{problem}.csv")
+    plot(load_curves(args.curves), args.plot)
     print(f"plot: {args.plot}")
 
 

@@ -54,7 +54,16 @@ from pinn.geometry import (
     Union,
     residual_magnitude,
 )
-from pinn.nn import MLP, FourierFeatures, HardConstraint, ModifiedMLP, ResidualMLP
+from pinn.nn import (
+    MLP,
+    FactorizedLinear,
+    FourierFeatures,
+    HardConstraint,
+    ModifiedMLP,
+    PeriodicEmbedding,
+    PirateNet,
+    ResidualMLP,
+)
 from pinn.problem import (
     Condition,
     Dirichlet,
@@ -100,7 +109,10 @@ __all__ = [
     "ENGINES",
     "MLP",
     "ModifiedMLP",
+    "PirateNet",
     "ResidualMLP",
+    "FactorizedLinear",
+    "PeriodicEmbedding",
     "Engine",
     "FourierFeatures",
     "HardConstraint",

@@ -1,4 +1,5 @@
-"""Networks: a multilayer perceptron with a fixed input rescaling, seeded initialisation."""
+"""The multilayer perceptron, the activations every network picks from by name, and the input
+scaling rule (`model.input_scaling`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import torch
 from torch import nn
 
 from pinn.errors import ConfigError, require_int
-from pinn.nn.embeddings import FourierFeatures
+from pinn.nn.embeddings import input_layers
+from pinn.nn.factorized import dense, initialise
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {
     "tanh": nn.Tanh,
@@ -38,26 +40,8 @@ def make_activation(name: str) -> nn.Module:
     return ACTIVATIONS[name]()
 
 
-class Rescale(nn.Module):
-    """Maps the box [lower, upper] affinely onto [-1, 1]^d, where tanh-like layers work best.
-
-    Not trained: the corners are buffers, so they move with `.to()` and live in the state dict.
-    """
-
-    def __init__(self, lower: Sequence[float], upper: Sequence[float]):
-        super().__init__()
-        lower_t = torch.tensor(lower, dtype=torch.float64)
-        upper_t = torch.tensor(upper, dtype=torch.float64)
-        self.register_buffer("center", (upper_t + lower_t) / 2)
-        self.register_buffer("half_width", (upper_t - lower_t) / 2)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # The corners are kept in float64; cast so a float32 model stays float32.
-        return (x - self.center.to(x.dtype)) / self.half_width.to(x.dtype)
-
-
 class MLP(nn.Sequential):
-    """in_dim -> [Linear(width) -> activation] x depth -> Linear(out_dim).
+    """in_dim -> [input layers] -> [Linear(width) -> activation] x depth -> Linear(out_dim).
 
     Args:
         in_dim: d, the number of input coordinates.
@@ -66,9 +50,13 @@ class MLP(nn.Sequential):
         depth: number of hidden layers (>= 1).
         activation: name of the activation (see `ACTIVATIONS`).
         lower, upper: optional box corners; inputs are rescaled from that box to [-1, 1]^d.
+        periodic: {coordinate index: period}: those coordinates enter through an exactly
+            periodic embedding (`PeriodicEmbedding`, `harmonics` multiples of each frequency).
         fourier_features: when > 0, a `FourierFeatures` embedding of that many random
-            frequencies (and the rescaled input itself) comes before the first Linear layer.
+            frequencies (and its input itself) comes before the first Linear layer.
         fourier_scale: standard deviation of those frequencies.
+        factorize: (mean, std): every Linear layer a `FactorizedLinear` (random weight
+            factorisation) with log-scales ~ N(mean, std²); None: plain layers.
         generator: seeds the Xavier-normal initialisation (biases start at zero) and the
             Fourier frequencies.
 
@@ -84,36 +72,24 @@ class MLP(nn.Sequential):
         activation: str = "tanh",
         lower: Sequence[float] | None = None,
         upper: Sequence[float] | None = None,
+        periodic: dict[int, float] | None = None,
+        harmonics: int = 1,
         fourier_features: int = 0,
         fourier_scale: float = 1.0,
+        factorize: tuple[float, float] | None = None,
         generator: torch.Generator | None = None,
     ):
         require_int("model.width", width, minimum=1)
         require_int("model.depth", depth, minimum=1)
-        require_int("model.fourier_features", fourier_features, minimum=0)
-        layers: list[nn.Module] = []
-        if lower is not None and upper is not None:
-            layers.append(Rescale(lower, upper))
-        if fourier_features:
-            embedding = FourierFeatures(
-                in_dim, fourier_features, fourier_scale, include_input=True, generator=generator
-            )
-            layers.append(embedding)
-            in_dim = embedding.out_dim
+        layers, in_dim = input_layers(
+            in_dim, lower, upper, periodic, harmonics, fourier_features, fourier_scale, generator
+        )
         sizes = [in_dim] + [width] * depth
         for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
-            layers += [nn.Linear(fan_in, fan_out), make_activation(activation)]
-        layers.append(nn.Linear(width, out_dim))
+            layers += [dense(fan_in, fan_out, factorize), make_activation(activation)]
+        layers.append(dense(width, out_dim, factorize))
         super().__init__(*layers)
         initialise(self, generator)
-
-
-def initialise(network: nn.Module, generator: torch.Generator | None) -> None:
-    """Xavier-normal weights (seeded by `generator`) and zero biases for every Linear layer."""
-    for layer in network.modules():
-        if isinstance(layer, nn.Linear):
-            nn.init.xavier_normal_(layer.weight, generator=generator)
-            nn.init.zeros_(layer.bias)
 
 
 INPUT_SCALINGS = ("auto", "box", "none")

@@ -6,22 +6,30 @@ physics-informed neural networks", SIAM J. Sci. Comput. 43 (2021).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch import nn
 
 from pinn.errors import require_int
-from pinn.nn.mlp import initialise, make_activation
+from pinn.nn.embeddings import input_layers
+from pinn.nn.factorized import dense, initialise
+from pinn.nn.mlp import make_activation
 
 
 class ModifiedMLP(nn.Module):
-    """U = σ(W_u x + b_u), V = σ(W_v x + b_v), H = σ(W_1 x + b_1);
+    """With e = the input layers' embedding of x (`pinn.nn.embeddings.input_layers`):
+    U = σ(W_u e + b_u), V = σ(W_v e + b_v), H = σ(W_1 e + b_1);
     for each hidden layer Z = σ(W_l H + b_l), H = (1 - Z) ⊙ U + Z ⊙ V; output W H + b.
 
     Args:
         in_dim, out_dim: d inputs, m outputs.
         width: neurons per hidden layer (>= 1); depth: gated hidden layers (>= 1).
         activation: σ, by name (`pinn.nn.mlp.ACTIVATIONS`).
-        generator: seeds the Xavier-normal initialisation (biases start at zero).
+        lower, upper, periodic, harmonics, fourier_features, fourier_scale, factorize: the
+            input layers and dense layers, as for `MLP`.
+        generator: seeds the Xavier-normal initialisation (biases start at zero) and the
+            Fourier frequencies.
 
     Shapes: (N, in_dim) -> (N, out_dim).
     """
@@ -33,23 +41,35 @@ class ModifiedMLP(nn.Module):
         width: int = 32,
         depth: int = 3,
         activation: str = "tanh",
+        lower: Sequence[float] | None = None,
+        upper: Sequence[float] | None = None,
+        periodic: dict[int, float] | None = None,
+        harmonics: int = 1,
+        fourier_features: int = 0,
+        fourier_scale: float = 1.0,
+        factorize: tuple[float, float] | None = None,
         generator: torch.Generator | None = None,
     ):
         super().__init__()
         require_int("model.width", width, minimum=1)
         require_int("model.depth", depth, minimum=1)
-        self.gate_u = nn.Linear(in_dim, width)
-        self.gate_v = nn.Linear(in_dim, width)
-        self.first = nn.Linear(in_dim, width)
-        self.hidden = nn.ModuleList(nn.Linear(width, width) for _ in range(depth))
+        layers, embedded = input_layers(
+            in_dim, lower, upper, periodic, harmonics, fourier_features, fourier_scale, generator
+        )
+        self.inputs = nn.Sequential(*layers)
+        self.gate_u = dense(embedded, width, factorize)
+        self.gate_v = dense(embedded, width, factorize)
+        self.first = dense(embedded, width, factorize)
+        self.hidden = nn.ModuleList(dense(width, width, factorize) for _ in range(depth))
         self.activation = make_activation(activation)
-        self.head = nn.Linear(width, out_dim)
+        self.head = dense(width, out_dim, factorize)
         initialise(self, generator)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         sigma = self.activation
-        u, v = sigma(self.gate_u(x)), sigma(self.gate_v(x))
-        h = sigma(self.first(x))
+        e = self.inputs(x)
+        u, v = sigma(self.gate_u(e)), sigma(self.gate_v(e))
+        h = sigma(self.first(e))
         for layer in self.hidden:
             z = sigma(layer(h))
             h = (1 - z) * u + z * v

@@ -6,7 +6,8 @@ import torch
 from torch import nn
 
 from pinn.errors import require_int
-from pinn.nn.mlp import initialise, make_activation
+from pinn.nn.factorized import initialise
+from pinn.nn.mlp import make_activation
 
 
 class ResidualMLP(nn.Module):

@@ -1,6 +1,7 @@
 """Importing a problem module, and saying in one line why it failed.
 
-`import_module_of(target)` imports the module of `problem.target` (`reaction.Reaction` ->
+`check_params(cls, params, key)` refuses constructor arguments that would not bind, naming the
+key. `import_module_of(target)` imports the module of `problem.target` (`reaction.Reaction` ->
 `reaction`). A failure becomes a `ConfigError` naming the file, the line and the error:
 
     problem.target='reaction.Reaction': reaction.py line 3 imports scipy, which is not
@@ -11,12 +12,15 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
+import inspect
 import os
 import sysconfig
 import traceback
 from pathlib import Path
 from types import ModuleType, TracebackType
+from typing import Any
 
 from pinn.errors import ConfigError
 
@@ -26,28 +30,57 @@ _LIBRARY_DIRS = (
 )
 
 
-def import_module_of(target: str, module_name: str) -> ModuleType:
-    """The module `module_name` of `problem.target`, imported; any failure as a ConfigError."""
+def import_module_of(target: str, module_name: str, key: str = "problem.target") -> ModuleType:
+    """The module `module_name` of `target` (the config's `key`: problem.target, model.name),
+    imported; any failure as a ConfigError naming `key`."""
     try:
         return importlib.import_module(module_name)
     except ModuleNotFoundError as error:
         if _is_target_itself(error.name, module_name):
-            raise ConfigError(f"problem.target={target!r}: {_no_module(module_name)}") from error
+            raise ConfigError(f"{key}={target!r}: {_no_module(module_name)}") from error
         where = _where(error.__traceback__)
         missing = error.name or str(error)
         raise ConfigError(
-            f"problem.target={target!r}: {where} imports {missing}, which is not installed: "
+            f"{key}={target!r}: {where} imports {missing}, which is not installed: "
             f"pip install {missing.partition('.')[0]}"
         ) from error
     except SyntaxError as error:  # the line is the error's own, not a frame's
         where = f"{_shown(error.filename or module_name)} line {error.lineno}"
-        raise ConfigError(
-            f"problem.target={target!r}: {where}: SyntaxError: {error.msg}"
-        ) from error
+        raise ConfigError(f"{key}={target!r}: {where}: SyntaxError: {error.msg}") from error
     except Exception as error:  # anything the module's top level raised: NameError, OSError, ...
         where = _where(error.__traceback__)
         message = traceback.format_exception_only(type(error), error)[-1].strip()
-        raise ConfigError(f"problem.target={target!r}: {where}: {message}") from error
+        raise ConfigError(f"{key}={target!r}: {where}: {message}") from error
+
+
+def check_params(
+    cls: type, params: dict[str, Any], key: str = "problem.params", supplied: tuple[str, ...] = ()
+) -> None:
+    """Refuse `params` (the config's `key`) in one line unless `cls(**supplied, **params)` binds:
+    every key one of the constructor's keyword arguments (the closest named), every argument
+    without a default given; `supplied` are the arguments pinn passes itself."""
+    signature = inspect.signature(cls)
+    accepted = {
+        name: parameter
+        for name, parameter in signature.parameters.items()
+        if parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
+        and name not in supplied
+    }
+    takes_any = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+    listed = f"the params {', '.join(accepted)}" if accepted else "no params"
+    for name in params:
+        if name not in accepted and not takes_any:
+            close = difflib.get_close_matches(name, list(accepted), n=1)
+            guess = f"; did you mean {key}.{close[0]}?" if close else ""
+            raise ConfigError(
+                f"unknown config key '{key}.{name}': {cls.__name__}() takes {listed}{guess}"
+            )
+    missing = [n for n, p in accepted.items() if p.default is p.empty and n not in params]
+    if missing:
+        raise ConfigError(
+            f"{key} lacks {', '.join(missing)}: {cls.__name__}() needs a value for "
+            f"each, e.g. +{key}.{missing[0]}=..."
+        )
 
 
 def _is_target_itself(missing: str | None, module_name: str) -> bool:

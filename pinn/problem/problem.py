@@ -22,10 +22,7 @@ samples of u into the loss with an `Observations` condition (`pinn.problem.obser
 
 from __future__ import annotations
 
-import difflib
-import inspect
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import torch
 
@@ -33,7 +30,7 @@ from pinn.derivatives.field import Field
 from pinn.errors import ConfigError
 from pinn.geometry import Domain
 from pinn.problem.conditions import Condition
-from pinn.problem.importing import import_module_of
+from pinn.problem.importing import check_params, import_module_of
 from pinn.problem.unknowns import Unknowns, initial_guesses, undeclared
 
 
@@ -191,29 +188,3 @@ def load_problem(target: str, params: dict | None = None) -> Problem:
     params = params or {}
     check_params(cls, params)
     return cls(**params)
-
-
-def check_params(cls: type[Problem], params: dict[str, Any]) -> None:
-    """Refuse `problem.params` in one line unless `cls(**params)` binds: every key one of the
-    constructor's keyword arguments (the closest named), every argument without a default given."""
-    signature = inspect.signature(cls)
-    accepted = {
-        name: parameter
-        for name, parameter in signature.parameters.items()
-        if parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
-    }
-    takes_any = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
-    listed = f"the params {', '.join(accepted)}" if accepted else "no params"
-    for key in params:
-        if key not in accepted and not takes_any:
-            close = difflib.get_close_matches(key, list(accepted), n=1)
-            guess = f"; did you mean problem.params.{close[0]}?" if close else ""
-            raise ConfigError(
-                f"unknown config key 'problem.params.{key}': {cls.__name__}() takes {listed}{guess}"
-            )
-    missing = [n for n, p in accepted.items() if p.default is p.empty and n not in params]
-    if missing:
-        raise ConfigError(
-            f"problem.params lacks {', '.join(missing)}: {cls.__name__}() needs a value for "
-            f"each, e.g. +problem.params.{missing[0]}=..."
-        )

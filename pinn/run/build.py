@@ -1,8 +1,10 @@
-"""From the config to the objects of a run: the network, the Laplacian estimator, the dtype,
-device and seed, each refused in one line when it is not one pinn can use."""
+"""From the config to the objects of a run: the network (one of pinn's or the user's own), the
+Laplacian estimator, the dtype, device and seed, each refused in one line when it is not one
+pinn can use."""
 
 from __future__ import annotations
 
+from math import inf
 from typing import Any
 
 import torch
@@ -12,29 +14,117 @@ from pinn.derivatives.stochastic import LaplacianEstimator
 from pinn.errors import ConfigError, require_int
 from pinn.nn.constraints import constrain
 from pinn.nn.mlp import MLP, input_box
+from pinn.nn.modified_mlp import ModifiedMLP
+from pinn.nn.pirate import PirateNet
+from pinn.problem.importing import check_params, import_module_of
 from pinn.problem.problem import Problem
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
+# model.name: the networks pinn ships. Any other name with a dot is a class's import path.
+NETWORKS: dict[str, type[torch.nn.Module]] = {
+    "mlp": MLP,
+    "modified_mlp": ModifiedMLP,
+    "pirate": PirateNet,
+}
+
+
 def build_model(problem: Problem, model_cfg: DictConfig, seed: int) -> torch.nn.Module:
-    """The MLP the config asks for, sized for the problem, seeded; inside the problem's hard
+    """The network `model.name` names, sized for the problem, seeded; inside the problem's hard
     constraint (`Problem.hard_constraint`) when it declares one."""
     domain = problem.domain
-    box = input_box(model_cfg.input_scaling, model_cfg.activation, domain.lower, domain.upper)
-    network = MLP(
-        domain.dim,
-        len(problem.outputs),
-        model_cfg.width,
-        model_cfg.depth,
-        model_cfg.activation,
-        **box,
-        fourier_features=model_cfg.fourier_features,
-        fourier_scale=model_cfg.fourier_scale,
-        generator=torch.Generator().manual_seed(seed),
-    )
+    name, params = model_cfg.name, OmegaConf.to_container(model_cfg.params)
+    if name in NETWORKS:
+        if params:
+            raise ConfigError(
+                f"model.params={params} is for a network class of your own (model.name=module."
+                f"Class); {name} takes model.width, model.depth, ... (python -m pinn --help)"
+            )
+        network = NETWORKS[name](
+            domain.dim,
+            len(problem.outputs),
+            model_cfg.width,
+            model_cfg.depth,
+            model_cfg.activation,
+            **input_box(model_cfg.input_scaling, model_cfg.activation, domain.lower, domain.upper),
+            periodic=periodic_coordinates(model_cfg.periodic, domain.names),
+            harmonics=model_cfg.periodic_harmonics,
+            fourier_features=model_cfg.fourier_features,
+            fourier_scale=model_cfg.fourier_scale,
+            factorize=(model_cfg.factorize_mean, model_cfg.factorize_std)
+            if model_cfg.factorize
+            else None,
+            generator=torch.Generator().manual_seed(seed),
+        )
+    elif "." in name:
+        network = own_network(name, params, domain.dim, len(problem.outputs), seed)
+    else:
+        raise ConfigError(
+            f"model.name={name!r} is unknown; choose one of {', '.join(NETWORKS)}, or a "
+            "network class of your own by its import path, e.g. model.name=my_nets.Siren"
+        )
     corners = torch.tensor([domain.lower, domain.upper], dtype=torch.float64)
     return constrain(network, problem.hard_constraint, corners)
+
+
+def periodic_coordinates(periods: Any, names: tuple[str, ...]) -> dict[int, float]:
+    """`model.periodic` ({coordinate name: period}, or null) as {coordinate index: period}."""
+    if periods is None:
+        return {}
+    periods = OmegaConf.to_container(periods) if isinstance(periods, DictConfig) else periods
+    if not isinstance(periods, dict):
+        raise ConfigError(
+            f"model.periodic must map coordinate names to periods, e.g. {{{names[0]}: 2.0}}, "
+            f"got {periods!r}"
+        )
+    indices = {}
+    for coordinate, period in periods.items():
+        if coordinate not in names:
+            raise ConfigError(
+                f"model.periodic names {coordinate!r}, which is not a coordinate of the "
+                f"problem's domain; its coordinates are {', '.join(names)}"
+            )
+        if isinstance(period, bool) or not isinstance(period, (int, float)) or not 0 < period < inf:
+            raise ConfigError(
+                f"model.periodic.{coordinate} must be its period, a number > 0, got {period!r}"
+            )
+        indices[names.index(coordinate)] = float(period)
+    return indices
+
+
+def own_network(
+    path: str, params: dict[str, Any], in_dim: int, out_dim: int, seed: int
+) -> torch.nn.Module:
+    """`module.Class(in_dim=d, out_dim=m, **model.params)` made under torch's global seed `seed`
+    (the caller's random state kept), refused in one line unless it is an nn.Module mapping
+    (N, d) points to (N, m) values."""
+    module_name, _, class_name = path.rpartition(".")
+    module = import_module_of(path, module_name, key="model.name")
+    cls = getattr(module, class_name, None)
+    if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
+        raise ConfigError(
+            f"model.name={path!r}: {module_name} has no torch.nn.Module subclass named "
+            f"{class_name!r}"
+        )
+    check_params(cls, params, key="model.params", supplied=("in_dim", "out_dim"))
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        network = cls(in_dim=in_dim, out_dim=out_dim, **params)
+    probe = torch.zeros(2, in_dim, dtype=next(network.parameters(), torch.zeros(())).dtype)
+    try:
+        shape = tuple(network(probe).shape)
+    except Exception as error:
+        raise ConfigError(
+            f"model.name={path!r}: the network fails on points of shape (2, {in_dim}): "
+            f"{type(error).__name__}: {error}"
+        ) from error
+    if shape != (2, out_dim):
+        raise ConfigError(
+            f"model.name={path!r}: the network maps points of shape (2, {in_dim}) to {shape}; "
+            f"a pinn network maps (N, {in_dim}) points to (N, {out_dim}) values"
+        )
+    return network
 
 
 def initial_guesses(problem_cfg: DictConfig) -> dict[str, Any] | None:

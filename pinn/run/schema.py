@@ -25,12 +25,19 @@ from pinn.training.settings import TrainSettings
 
 @dataclass
 class ModelSchema:
+    name: str = MISSING
+    params: dict[str, Any] = field(default_factory=dict)
     width: int = MISSING
     depth: int = MISSING
     activation: str = MISSING
     input_scaling: str = MISSING
     fourier_features: int = MISSING
     fourier_scale: float = MISSING
+    periodic: dict[str, float] | None = None
+    periodic_harmonics: int = MISSING
+    factorize: bool = MISSING
+    factorize_mean: float = MISSING
+    factorize_std: float = MISSING
 
 
 @dataclass

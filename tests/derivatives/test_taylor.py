@@ -18,8 +18,8 @@ from pinn.derivatives.taylor import (
     taylor_laplacian,
     taylor_supported,
 )
-from pinn.nn.embeddings import FourierFeatures
-from pinn.nn.mlp import MLP, Rescale, Sin
+from pinn.nn.embeddings import FourierFeatures, Rescale
+from pinn.nn.mlp import MLP, Sin
 
 DTYPE = torch.float64
 TOLERANCE = {"rtol": 1e-10, "atol": 1e-10}

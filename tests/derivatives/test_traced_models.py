@@ -1,4 +1,6 @@
-"""The traced Taylor pass on networks it was not written for, against torch.func in float64.
+"""The traced Taylor pass on networks it was not written for, and on every network the config
+offers with every option (periodic embedding, Fourier features, weight factorisation), against
+torch.func in float64.
 
 Every network runs with and without a hard constraint u = g + B N, for d = 1, 2, 3, 10 inputs
 and one or three outputs: value, gradient, diagonal Hessian, Laplacian, full Hessian (mixed
@@ -11,8 +13,8 @@ import pytest
 import torch
 from torch.func import functional_call, grad, hessian, jacrev, vmap
 
-from pinn.derivatives.taylor import taylor_forward, taylor_laplacian
-from pinn.nn import ModifiedMLP, ResidualMLP
+from pinn.derivatives.taylor import taylor_forward, taylor_laplacian, taylor_supported
+from pinn.nn import ModifiedMLP, PirateNet, ResidualMLP
 from pinn.nn.constraints import HardConstraint
 from pinn.nn.mlp import MLP
 
@@ -28,12 +30,37 @@ def build(kind: str, d: int, m: int, constrained: bool, seed: int = 0) -> torch.
         "fourier": lambda: MLP(d, m, 12, 2, "gelu", fourier_features=4, generator=generator),
         "residual": lambda: ResidualMLP(d, m, 12, 2, "sin", generator=generator),
         "modified": lambda: ModifiedMLP(d, m, 12, 2, "silu", generator=generator),
+        # The config's networks with every option: periodic in x_0, Fourier features, factorised.
+        "mlp_options": lambda: MLP(d, m, 12, 2, "tanh", **OPTIONS(d), generator=generator),
+        "modified_options": lambda: ModifiedMLP(
+            d, m, 12, 2, "tanh", **OPTIONS(d), generator=generator
+        ),
+        "pirate": lambda: PirateNet(d, m, 12, 2, "tanh", generator=generator),
+        "pirate_options": lambda: PirateNet(d, m, 12, 2, "tanh", **OPTIONS(d), generator=generator),
     }
     network = networks[kind]().to(DTYPE)
     with torch.no_grad():  # random biases too, so no derivative vanishes by symmetry
         for parameter in network.parameters():
             parameter.add_(0.3 * torch.randn(parameter.shape, generator=generator, dtype=DTYPE))
     return HardConstraint(network, transform) if constrained else network
+
+
+def OPTIONS(d: int) -> dict:
+    """Box rescaling, x_0 periodic (period 3, two harmonics), 3 Fourier features, factorised
+    dense layers; frequencies kept moderate, so that the loss's scale leaves 1e-10 meaningful."""
+    return {
+        "lower": [-1.0] * d,
+        "upper": [2.0] * d,
+        "periodic": {0: 3.0},
+        "harmonics": 2,
+        "fourier_features": 3,
+        "fourier_scale": 0.2,
+        "factorize": (0.0, 0.3),
+    }
+
+
+KINDS = ["mlp", "fourier", "residual", "modified", "mlp_options", "modified_options", "pirate"]
+KINDS += ["pirate_options"]
 
 
 def transform(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -59,10 +86,11 @@ def close(actual, expected):
 @pytest.mark.parametrize("constrained", [False, True], ids=["free", "hard"])
 @pytest.mark.parametrize("m", [1, 3])
 @pytest.mark.parametrize("d", DIMS)
-@pytest.mark.parametrize("kind", ["mlp", "fourier", "residual", "modified"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_every_derivative_matches_torch_func(kind, d, m, constrained):
     model = build(kind, d, m, constrained)
     x = torch.rand(5, d, generator=torch.Generator().manual_seed(1), dtype=DTYPE)
+    assert taylor_supported(model, x) == (True, "")  # carried whole: no operation falls back
     value, gradient, full = reference(model, x)
     inputs = list(range(d))
     diagonal_jet = taylor_forward(model, x, inputs, "diagonal")
@@ -75,7 +103,7 @@ def test_every_derivative_matches_torch_func(kind, d, m, constrained):
 
 @pytest.mark.parametrize("constrained", [False, True], ids=["free", "hard"])
 @pytest.mark.parametrize("d", [2, 10])
-@pytest.mark.parametrize("kind", ["mlp", "fourier", "residual", "modified"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_parameter_gradients_of_a_residual_loss_match_torch_func(kind, d, constrained):
     """loss = mean((Δu_0 + u_0 ∂_0 u_1 + ∂_0∂_1 u_1)²): Laplacian, gradient and a mixed term."""
     model = build(kind, d, 2, constrained)

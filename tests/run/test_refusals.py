@@ -31,7 +31,7 @@ def refused(result) -> str:
     return lines[0]
 
 
-WIDTH_TYPO = "unknown config key 'model.widht': the keys of model are width, depth, activation"
+WIDTH_TYPO = "unknown config key 'model.widht': the keys of model are name, params, width, depth"
 
 
 # Three cases here; the others, each a whole CLI run, with the slow tests (the same checks run
