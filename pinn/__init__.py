@@ -8,6 +8,7 @@ import importlib
 from pinn._version import __version__
 from pinn.derivatives import (
     check_pointwise,
+    derivative,
     gradient,
     hessian,
     hessian_diag,
@@ -65,6 +66,7 @@ from pinn.nn import (
     ResidualMLP,
 )
 from pinn.problem import (
+    CausalSettings,
     Condition,
     Dirichlet,
     Initial,
@@ -72,6 +74,7 @@ from pinn.problem import (
     Observations,
     Periodic,
     Problem,
+    QuantityTools,
     Robin,
     Unknowns,
     load_problem,
@@ -101,6 +104,7 @@ __all__ = [
     "SpaceTime",
     "SAMPLING_METHODS",
     "Polygon",
+    "QuantityTools",
     "Intersection",
     "Domain",
     "Disk",
@@ -147,12 +151,14 @@ __all__ = [
     "AdamSettings",
     "LBFGSSettings",
     "GaussNewtonSettings",
+    "CausalSettings",
     "TrainingDiverged",
     "TrainingInterrupted",
     "Unknowns",
     "Validator",
     "check_pointwise",
     "compose_config",
+    "derivative",
     "evaluation_points",
     "fit",
     "gradient",

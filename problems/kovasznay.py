@@ -13,6 +13,7 @@ from math import pi, sqrt
 import torch
 
 from pinn import Box, Dirichlet, Field, Problem
+from pinn.problems.navier_stokes import steady_residuals
 
 
 class Kovasznay(Problem):
@@ -34,18 +35,7 @@ class Kovasznay(Problem):
         ]
 
     def residual(self, x: torch.Tensor, u: Field) -> dict[str, torch.Tensor]:
-        vx, vy = u("u"), u("v")
-        nu = 1 / self.reynolds
-
-        def momentum(out: str, pressure_axis: str) -> torch.Tensor:
-            advection = vx * u.d("x", out) + vy * u.d("y", out)
-            return advection + u.d(pressure_axis, "p") - nu * u.laplacian(out)
-
-        return {
-            "momentum_x": momentum("u", "x"),
-            "momentum_y": momentum("v", "y"),
-            "continuity": u.d("x", "u") + u.d("y", "v"),
-        }
+        return steady_residuals(u, viscosity=1 / self.reynolds)
 
     def exact(self, x: torch.Tensor) -> torch.Tensor:
         decay = torch.exp(self.decay * x[:, 0])

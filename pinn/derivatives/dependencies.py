@@ -63,6 +63,7 @@ def on_values(target: Callable) -> Callable:
     def rule(order: object, *args: object, **kwargs: object) -> object:
         return target(*values_of(args), **values_of(kwargs))
 
+    rule.on_values = True  # no derivative passes through it: no Taylor rule needed
     return rule
 
 

@@ -243,7 +243,9 @@ ELEMENTWISE_RULES: dict[object, ElementwiseRule] = {
 }
 
 
-def register_elementwise(op: object, rule: ElementwiseRule) -> None:
+def register_elementwise(
+    op: object, rule: ElementwiseRule, higher: Callable[..., list[Tensor]] | None = None
+) -> None:
     """Teach the Taylor pass one more elementwise function of a single tensor.
 
     Args:
@@ -251,6 +253,9 @@ def register_elementwise(op: object, rule: ElementwiseRule) -> None:
             (every overload) or `torch.ops.aten.erfc.default` (one).
         rule: `rule(z, *arguments) -> (σ(z), σ'(z), σ''(z))`, tensors shaped like z, or a
             `Derivatives`; `arguments` are the operation's other, constant arguments.
+        higher: for derivatives of order >= 3 (`u.d("x", order=3)`) by the univariate pass,
+            `higher(z, degree, *arguments) -> [σ(z), σ'(z), ..., σ^(degree)(z)]`; without it
+            those come from nested forward mode (`pinn.derivatives.univariate`).
 
     Example, for erfc(z) = 1 - erf(z):
 
@@ -262,6 +267,11 @@ def register_elementwise(op: object, rule: ElementwiseRule) -> None:
     if not callable(rule):
         raise TypeError(f"rule must be callable, got {type(rule).__name__}")
     ELEMENTWISE_RULES[op] = rule
+    if higher is not None:
+        # Imported here: the higher rules build on this module's table.
+        from pinn.derivatives.elementwise_higher import register_higher
+
+        register_higher(op, higher)
 
 
 def derivatives_of(op: object, z: Tensor, arguments: tuple, **options) -> Derivatives:

@@ -1,8 +1,11 @@
 """Residual engines: which computation fills a `Field`'s derivatives.
 
     autograd    nested reverse mode, lazily: one backward for the gradient, one per Hessian row
-    taylor      one forward Taylor-mode pass (`pinn.derivatives.taylor`) computing what was planned
-    functorch   torch.func's vmap(jacrev) and vmap(jacrev(jacrev)): the full Hessian, a baseline
+    taylor      one forward Taylor-mode pass (`pinn.derivatives.taylor`) computing what was planned,
+                and one univariate pass per input with derivatives of order >= 3
+                (`pinn.derivatives.univariate`)
+    functorch   torch.func's vmap(jacrev) and vmap(jacrev(jacrev)): the full Hessian, a baseline;
+                nested jvps along e_i under vmap for orders >= 3
     auto        taylor where the model allows it, else autograd
 
 A residual does not say up front which derivatives it needs, so an `Engine` learns it: the
@@ -24,6 +27,12 @@ import torch
 from pinn.derivatives.field import Field, Model, Requests
 from pinn.derivatives.taylor import taylor_forward, taylor_supported
 from pinn.derivatives.taylor_pass import traced_size
+from pinn.derivatives.univariate import (
+    jvp_derivative,
+    per_point_jvp_derivative,
+    taylor_derivatives,
+    univariate_supported,
+)
 from pinn.errors import ConfigError, validating
 
 if TYPE_CHECKING:  # the estimator module builds on the public functions, which build on this
@@ -60,7 +69,9 @@ def resolve_engine(engine: str, model: Model, probe: torch.Tensor | None) -> tup
 
 
 class TaylorField(Field):
-    """A field whose planned derivatives come from one forward Taylor-mode pass.
+    """A field whose planned derivatives come from one forward Taylor-mode pass, and those of
+    order >= 3 from one univariate Taylor pass per input (nested forward mode where the model
+    has an operation without a rule of that order).
 
     Args:
         plan: the derivatives to compute up front (a `Requests`, e.g. recorded by a `Field`).
@@ -81,6 +92,40 @@ class TaylorField(Field):
         super().__init__(f, x, input_names, output_names, estimator)
 
     def _evaluate(self) -> torch.Tensor:
+        highest = _highest_orders(self.plan.higher)
+        along = _only_along(self.plan, highest)
+        if along is not None and self._series_ready():  # one univariate pass serves it all
+            return self._series_pass(along, highest[along])
+        values = self._planned_pass()
+        for i, order in sorted(highest.items()):
+            self._series_pass(i, order)
+        return values
+
+    def _series_ready(self) -> bool:
+        return univariate_supported(self.f, self.x)[0]
+
+    def _series_pass(self, i: int, order: int) -> torch.Tensor | None:
+        """Derivatives of orders 1..order along input i into the caches (the planned pass's
+        own first and second derivatives kept): one univariate Taylor pass, or, for a model
+        it cannot carry, nested forward mode for each planned order >= 3. Returns the values
+        from the Taylor pass (None from forward mode)."""
+        if not self._series_ready():
+            for n in sorted(n for j, n in self.plan.higher if j == i):
+                derivative = jvp_derivative(self.f, self.x, i, n)
+                for k in range(derivative.shape[1]):
+                    self._higher[(k, i, n)] = derivative[:, k]
+            return None
+        series = taylor_derivatives(self.f, self.x.detach(), i, order)
+        for k in range(series.value.shape[1]):
+            self._first.setdefault((k, i), series.derivatives[:, k, 0])
+            if order >= 2:
+                self._second.setdefault((k, i, i), series.derivatives[:, k, 1])
+            for n in range(3, order + 1):
+                self._higher[(k, i, n)] = series.derivatives[:, k, n - 1]
+        return series.value
+
+    def _planned_pass(self) -> torch.Tensor:
+        """The values, and the planned derivatives of orders 1 and 2 in one Taylor pass."""
         plan, dim = self.plan, self.x.shape[1]
         estimating = self.estimator is not None and plan.laplacian
         if estimating and not (plan.diagonal or plan.mixed):
@@ -164,6 +209,11 @@ class TaylorField(Field):
             self._second[key] = self._fallback()._second_derivative(k, i, j, keep_row)
         return self._second[key]
 
+    def _higher_derivative(self, k: int, i: int, order: int) -> torch.Tensor:
+        if (k, i, order) not in self._higher:
+            self._higher[(k, i, order)] = self._fallback()._higher_derivative(k, i, order)
+        return self._higher[(k, i, order)]
+
     def _depends_on_points(self) -> bool:
         return False
 
@@ -176,6 +226,23 @@ class TaylorField(Field):
         if self._autograd is None:
             self._autograd = Field(self.f, self.x)
         return self._autograd
+
+
+def _highest_orders(higher: set[tuple[int, int]]) -> dict[int, int]:
+    """{input: the highest order >= 3 asked along it}."""
+    highest: dict[int, int] = {}
+    for i, order in higher:
+        highest[i] = max(order, highest.get(i, 0))
+    return highest
+
+
+def _only_along(plan: Requests, highest: dict[int, int]) -> int | None:
+    """The input i if the plan asks only for derivatives along it, some of order >= 3 (then
+    one univariate pass gives them all, the values too), else None."""
+    if len(highest) != 1 or plan.laplacian or plan.mixed or plan.expression:
+        return None
+    (i,) = highest
+    return i if plan.first <= {i} and plan.diagonal <= {i} else None
 
 
 def _second_order_mode(plan: Requests, directions: list[int]) -> tuple[str, torch.Tensor | None]:
@@ -193,7 +260,8 @@ def _second_order_mode(plan: Requests, directions: list[int]) -> tuple[str, torc
 
 
 class FunctorchField(Field):
-    """A field filled by torch.func: vmap(jacrev) gradients, vmap(jacrev(jacrev)) Hessians.
+    """A field filled by torch.func: vmap(jacrev) gradients, vmap(jacrev(jacrev)) Hessians,
+    vmap of nested jvps along e_i for derivatives of order >= 3.
 
     The full (N, m, d, d) Hessian is built on the first second-derivative request: the
     baseline the other engines are measured against.
@@ -214,6 +282,13 @@ class FunctorchField(Field):
                     for b in range(a, self.dim):
                         self._second[(out, a, b)] = full[:, out, a, b]
         return self._second[key]
+
+    def _higher_derivative(self, k: int, i: int, order: int) -> torch.Tensor:
+        if (k, i, order) not in self._higher:  # nested jvps along e_i, point by point
+            derivative = per_point_jvp_derivative(self.f, self.x, i, order)
+            for out in range(derivative.shape[1]):
+                self._higher[(out, i, order)] = derivative[:, out]
+        return self._higher[(k, i, order)]
 
     def _fill_first(self, jacobian: torch.Tensor) -> None:
         for out in range(jacobian.shape[1]):
@@ -260,6 +335,7 @@ class Engine:
             self._resolve(probe)
         self._recorders: dict[str, Field] = {}
         self._plans: dict[str, Requests] = {}
+        self._probe: torch.Tensor | None = None  # a few points of the first field, for checks
 
     @property
     def name(self) -> str:
@@ -277,8 +353,10 @@ class Engine:
         self, x: torch.Tensor, inputs: Sequence[str], outputs: Sequence[str], site: str
     ) -> Field:
         """A field at the (N, d) points x; `site` names the residual it serves, for planning."""
+        if self._probe is None:
+            self._probe = x[:2].detach()
         if self._name is None:
-            self._resolve(x[:2].detach())
+            self._resolve(self._probe)
         estimator = self.estimator
         if self.name == "autograd":
             return Field(self.model, x, inputs, outputs, estimator)
@@ -318,9 +396,25 @@ class Engine:
         ]
         if not self._plans:
             blockers.append("no field has been made yet")
+        blockers += self._series_blockers()
         if self.estimator is not None:
             blockers.append("the Laplacian is estimated (laplacian.method=stochastic)")
         return blockers
+
+    def _series_blockers(self) -> list[str]:
+        """Why the planned derivatives of order >= 3 cannot be compiled ([] if they can): a
+        model the univariate pass cannot carry gets them from nested forward mode, whose
+        backward a compiled step cannot take."""
+        sites = [site for site, plan in self._plans.items() if plan.higher]
+        if not sites:
+            return []
+        where = f"at the {', '.join(sites)} points"
+        if self._probe is None:
+            return [f"derivatives of order >= 3 are planned {where} and no field has been made"]
+        supported, why = univariate_supported(self.model, self._probe)
+        if supported:
+            return []
+        return [f"derivatives of order >= 3 {where} come from nested forward mode: {why}"]
 
     def traced_size(self) -> int:
         """Operations in the model's traced graph (Taylor engine; 0 before any, or on others)."""
@@ -371,6 +465,7 @@ def _plan_state(plan: Requests) -> dict:
         "laplacian": plan.laplacian,
         "mixed": [list(pair) for pair in sorted(plan.mixed)],
         "expression": plan.expression,
+        "higher": [list(pair) for pair in sorted(plan.higher)],
     }
 
 
@@ -381,6 +476,7 @@ def _plan_from_state(state: dict) -> Requests:
         laplacian=bool(state["laplacian"]),
         mixed={(i, j) for i, j in state["mixed"]},
         expression=bool(state.get("expression", False)),  # absent in older checkpoints
+        higher={(i, order) for i, order in state.get("higher", [])},  # absent before orders >= 3
     )
 
 

@@ -5,6 +5,7 @@
     u = Field(model, x, input_names=("x", "y"))
     u.laplacian()            # one backward for the gradient, one more per input dimension
     u.d("x"), u.d2("x")      # reuse the gradient and the second-derivative row already built
+    u.d("x", order=3)        # one more backward of d²u/dx² (any order: one backward each)
 
 Every derivative is built with `create_graph=True`, so it stays differentiable in the model's
 parameters and goes straight into a loss.
@@ -25,6 +26,7 @@ from typing import Protocol
 
 import torch
 
+from pinn.derivatives.univariate import check_order
 from pinn.errors import validating
 
 Model = Callable[[torch.Tensor], torch.Tensor]
@@ -44,7 +46,8 @@ class Requests:
     first: inputs of first derivatives; diagonal: inputs j of d²u/dx_j²; laplacian: whether the
     Laplacian itself was asked for; mixed: pairs (i, j), i < j, of mixed second derivatives;
     expression: whether a derivative of an expression of the outputs was asked for
-    (`Field.derivative`), which only differentiating through the points can give.
+    (`Field.derivative`), which only differentiating through the points can give;
+    higher: pairs (i, n) of derivatives d^n u/dx_i^n of order n >= 3 (`d(var, order=n)`).
     """
 
     first: set[int] = field(default_factory=set)
@@ -52,6 +55,7 @@ class Requests:
     laplacian: bool = False
     mixed: set[tuple[int, int]] = field(default_factory=set)
     expression: bool = False
+    higher: set[tuple[int, int]] = field(default_factory=set)
 
 
 class Field:
@@ -91,6 +95,7 @@ class Field:
         self._first: dict[tuple[int, int], torch.Tensor] = {}  # (out, i) -> (N,)
         self._second: dict[tuple[int, int, int], torch.Tensor] = {}  # (out, i <= j) -> (N,)
         self._laplacians: dict[int, torch.Tensor] = {}  # out -> (N,)
+        self._higher: dict[tuple[int, int, int], torch.Tensor] = {}  # (out, i, order >= 3)
         self.values = self._evaluate()
         self.input_names = tuple(input_names or [f"x{i}" for i in range(x.shape[1])])
         self.output_names = tuple(output_names or [f"u{i}" for i in range(self.values.shape[1])])
@@ -107,9 +112,17 @@ class Field:
         """(N,) value of one output."""
         return self.values[:, self._output(out)]
 
-    def d(self, var: str | int, out: str | int | None = None) -> torch.Tensor:
-        """(N,) first derivative of one output with respect to one input."""
+    def d(self, var: str | int, out: str | int | None = None, *, order: int = 1) -> torch.Tensor:
+        """(N,) derivative d^order u / d var^order of one output (order 1 by default; 2 is
+        `d2(var)`; any int >= 1, e.g. order=3 for the u_xxx of KdV)."""
+        order = check_order(order)
         k, i = self._output(out), self._input(var)
+        if order == 2:
+            self.requests.diagonal.add(i)
+            return self._second_derivative(k, i, i)
+        if order >= 3:
+            self.requests.higher.add((i, order))
+            return self._higher_derivative(k, i, order)
         self.requests.first.add(i)
         return self._first_derivative(k, i)
 
@@ -215,6 +228,19 @@ class Field:
             for other in range(self.dim):
                 self._second.setdefault((k, min(i, other), max(i, other)), row[:, other])
         return self._second[key]
+
+    def _higher_derivative(self, k: int, i: int, order: int) -> torch.Tensor:
+        """(N,) d^order u_k / dx_i^order, order >= 3: one backward of the batch sum of the
+        derivative one order lower (cached, like it), keeping column i."""
+        key = (k, i, order)
+        if key not in self._higher:
+            lower = (
+                self._second_derivative(k, i, i)
+                if order == 3
+                else self._higher_derivative(k, i, order - 1)
+            )
+            self._higher[key] = _backward(lower, self.x)[:, i]
+        return self._higher[key]
 
     def _estimated_laplacian(self, k: int) -> torch.Tensor:
         directions, scale = self._directions()

@@ -4,6 +4,7 @@
     hessian_diag(f, x)  -> (N, m, d)     only the d diagonal second derivatives
     laplacian(f, x)     -> (N, m)
     hessian(f, x)       -> (N, m, d, d)  full, for mixed terms
+    derivative(f, x, i, order) -> (N, m) d^order u / dx_i^order, any order >= 1
 
 Results stay differentiable in f's parameters. `hessian_diag` and `laplacian` never build the
 full Hessian: one backward pass gives the gradient, then one more per input dimension gives one
@@ -21,6 +22,7 @@ from torch import nn
 
 from pinn.derivatives.engines import make_field
 from pinn.derivatives.field import Field, Model, Requests
+from pinn.derivatives.univariate import check_order
 from pinn.errors import NotPointwiseError
 
 # Layers that mix the rows of a batch while they train (or always, without running statistics).
@@ -51,6 +53,24 @@ def hessian(f: Model, x: torch.Tensor, engine: str = "auto") -> torch.Tensor:
     pairs = {(i, j) for i in range(dim) for j in range(i + 1, dim)}
     u = _field(f, x, engine, Requests(diagonal=set(range(dim)), mixed=pairs))
     return torch.stack([u.hessian(k) for k in range(u.values.shape[1])], dim=1)
+
+
+def derivative(
+    f: Model, x: torch.Tensor, input: int, order: int = 1, engine: str = "auto"
+) -> torch.Tensor:
+    """(N, m) derivatives d^order u_k / dx_input^order of f at the (N, d) points x; the Taylor
+    engine carries orders >= 3 in one univariate pass along the input."""
+    order = check_order(order)
+    if not 0 <= input < x.shape[1]:
+        raise IndexError(f"input {input} out of range for points with {x.shape[1]} inputs")
+    if order == 1:
+        plan = Requests(first={input})
+    elif order == 2:
+        plan = Requests(diagonal={input})
+    else:
+        plan = Requests(higher={(input, order)})
+    u = _field(f, x, engine, plan)
+    return torch.stack([u.d(input, k, order=order) for k in range(u.values.shape[1])], dim=1)
 
 
 def check_pointwise(f: Model, x: torch.Tensor | None = None) -> None:

@@ -24,6 +24,10 @@ chain rule; with primes for derivatives along the directions:
     bilinear a b (mul, matmul)                         J -> a' b + a b'
                                                        S -> a'' b + a b'' + a'_i b'_j + a'_j b'_i
 
+A univariate pass of degree K (`pinn.derivatives.series`, for derivatives of any order along
+one input) carries the K series coefficients as the first-order terms and no second: the linear
+rules serve it as they are, products and elementwise functions branch on its `Univariate` order.
+
 `register_taylor_rule(op, rule)` adds a rule for one more operation.
 """
 
@@ -38,7 +42,9 @@ from typing import NamedTuple
 import torch
 
 from pinn.derivatives.elementwise import Derivatives, derivatives_of, elementwise_rule
+from pinn.derivatives.elementwise_higher import higher_rule
 from pinn.derivatives.orders import Order
+from pinn.derivatives.series import Univariate, compose, series_product
 
 Tensor = torch.Tensor
 aten = torch.ops.aten
@@ -76,7 +82,8 @@ def register_taylor_rule(op: object, rule: Rule) -> None:
             `order.cross(a, b, product)` give the second-order products a rule adds.
 
     For an elementwise function of one tensor, `register_elementwise` is simpler: it needs only
-    σ, σ' and σ''.
+    σ, σ' and σ''. A rule registered here serves orders 1 and 2; a model that uses it gets its
+    derivatives of order >= 3 from nested forward mode (`pinn.derivatives.univariate`).
     """
     if not callable(rule):
         raise TypeError(f"rule must be callable, got {type(rule).__name__}")
@@ -154,7 +161,19 @@ def chain(local: Derivatives, terms: Terms, order: Order) -> Terms:
 def _elementwise(op: object, order: Order, z: Terms, *arguments, **options) -> Terms:
     if any(is_terms(a) for a in (*arguments, *options.values())):
         raise NotImplementedError(f"{op}: only its first argument may depend on the points")
+    if isinstance(order, Univariate):
+        return _elementwise_series(op, order, z, arguments, options)
     return chain(derivatives_of(op, z.value, arguments, **options), z, order)
+
+
+def _elementwise_series(op: object, order: Univariate, z: Terms, arguments, options) -> Terms:
+    """σ of a series (univariate pass): Faà di Bruno with σ's derivatives up to the degree."""
+    rule = higher_rule(op)
+    if rule is None:  # `univariate_supported` refuses such models before any pass
+        raise NotImplementedError(f"{op} has no rule for derivatives of order 3 and more")
+    derivatives = rule(z.value, order.degree, *arguments, **options)
+    rows = _full(z.first, z.value).unbind(0)
+    return Terms(derivatives[0], torch.stack(compose(derivatives, rows)), None)
 
 
 # ---- sums and products --------------------------------------------------------------------
@@ -212,6 +231,10 @@ def bilinear(product: Callable[[Tensor, Tensor], Tensor], order: Order, a, b) ->
             product(va, b.first),
             None if b.second is None else product(va, b.second),
         )
+    if isinstance(order, Univariate):  # Leibniz on the series' coefficients
+        series_a = [va, *_full(a.first, va).unbind(0)]
+        series_b = [vb, *_full(b.first, vb).unbind(0)]
+        return Terms(value, torch.stack(series_product(series_a, series_b, product)), None)
     first = product(a.first, vb) + product(va, b.first)
     second = _add_rows(
         None if a.second is None else product(a.second, vb),
@@ -448,6 +471,17 @@ def _constant(op: Callable[..., Tensor]) -> Rule:
     return rule
 
 
+def carries_series(op: object) -> bool:
+    """Whether the operation has a rule for a univariate pass (`pinn.derivatives.series`):
+    a built-in rule (linear rules apply to each coefficient, products and elementwise functions
+    branch on the order), or an elementwise function with derivatives of every order. A rule
+    registered with `register_taylor_rule` knows only first and second order."""
+    for key in (op, getattr(op, "overloadpacket", None)):
+        if key in RULES:
+            return RULES[key] is _BUILT_IN.get(key)
+    return higher_rule(op) is not None
+
+
 def gives_constant(op: object) -> bool:
     """Whether the operation's result has no derivative in x, whatever its arguments."""
     return getattr(rule_for(op), "constant", False)
@@ -533,3 +567,4 @@ RULES: dict[object, Rule] = {
         for name in ("gt", "ge", "lt", "le", "eq", "ne", "logical_and", "logical_or", "logical_not")
     },
 }
+_BUILT_IN = dict(RULES)  # what `register_taylor_rule` may later replace

@@ -24,7 +24,7 @@ import operator
 import traceback
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import fx, nn
@@ -33,7 +33,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from pinn.derivatives.dependencies import carrying_nodes, needed_nodes, on_values
 from pinn.derivatives.orders import Order
-from pinn.derivatives.rules import Terms, rule_for
+from pinn.derivatives.rules import Terms, carries_series, rule_for
 from pinn.errors import PinnError, first_line, validating
 
 Tensor = torch.Tensor
@@ -53,11 +53,14 @@ class Traced:
     output: the graph's output, as references to those values.
     unsupported: "operation (where)" for each operation without a Taylor rule that the
         derivatives pass through on their way to the output.
+    without_series: the operations among the others that have no rule for a univariate pass
+        of any order (`pinn.derivatives.univariate`), e.g. a rule of one's own.
     """
 
     program: list[_Call]
     output: object
     unsupported: list[str]
+    without_series: list[str] = field(default_factory=list)
 
 
 # id(model) -> {input signature: Traced}, each entry dropped when its model is freed. A plain
@@ -236,7 +239,16 @@ def _trace(model: Callable, x: Tensor) -> Traced:
     missing = [node.target for node, rule in rules.items() if rule is None]
     where = _locate(model, probe, set(missing)) if missing else {}
     unsupported = [f"{op}" + (f" ({where[op]})" if op in where else "") for op in missing]
-    return Traced(*_program(graph, rules), unsupported)
+    without_series = sorted(
+        {
+            str(node.target)
+            for node, rule in rules.items()
+            if rule is not None
+            and not getattr(rule, "on_values", False)
+            and not carries_series(node.target)
+        }
+    )
+    return Traced(*_program(graph, rules), unsupported, without_series)
 
 
 def _functional(model: Callable) -> Callable:

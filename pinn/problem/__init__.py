@@ -5,18 +5,24 @@
       Periodic, Initial, Condition      (conditions)
     Observations                      measured values of u (observations)
     Unknowns                          an inverse problem's coefficients (unknowns)
+    QuantityTools                     what Problem.quantities(q) gets (quantities)
+    CausalSettings, CausalWeighting   trainer.causal: PDE residuals weighted by time (causal)
     loss_terms, weighted_sum          the named mean-square terms of a batch (loss)
 
 This layer knows geometry and derivatives; training and the run layer build on it.
 """
 
+from pinn.problem.causal import CausalSettings, CausalWeighting
 from pinn.problem.conditions import Condition, Dirichlet, Initial, Neumann, Periodic, Robin
 from pinn.problem.loss import loss_terms, weighted_sum
 from pinn.problem.observations import Observations
 from pinn.problem.problem import Problem, check_reference, load_problem
+from pinn.problem.quantities import QuantityTools
 from pinn.problem.unknowns import Unknowns
 
 __all__ = [
+    "CausalSettings",
+    "CausalWeighting",
     "Condition",
     "Dirichlet",
     "Initial",
@@ -24,6 +30,7 @@ __all__ = [
     "Observations",
     "Periodic",
     "Problem",
+    "QuantityTools",
     "Robin",
     "Unknowns",
     "check_reference",

@@ -4,3 +4,9 @@ column too), and plots tell the loss terms from them."""
 
 STEP, PHASE, LOSS, LR, REL_L2, TIME_S = "step", "phase", "loss", "lr", "rel_l2", "time_s"
 BOOKKEEPING = (STEP, PHASE, LOSS, LR, REL_L2, TIME_S)
+
+# A quantity of interest's column: `q_<name>` (`pinn.problem.quantities`), never a loss term.
+QUANTITY_PREFIX = "q_"
+# The causal weights' summary columns, `causal_min_weight` and `causal_mean_weight`
+# (`pinn.problem.causal`), never loss terms either.
+CAUSAL_PREFIX = "causal_"

@@ -10,7 +10,9 @@
 `on` is "boundary" (all of it), a part name (a box's face "x_min", a disk's "circle", a polygon's
 "edge2", or the name given to a shape), a list of them, or a predicate: a function of the (N, d)
 boundary points returning an (N,) bool mask, for part of a part. A value (and
-Robin's `a`, `b`) is a constant or a function of the (n, d) points returning (n,).
+Robin's `a`, `b`) is a constant or a function of the (n, d) points returning (n,); with
+`normals=True` (Neumann, Robin), a function of the points and their (n, d) outward unit normals,
+`value(points, normals)`, for a flux given as a vector field, q . n.
 
 A condition holds only where it says: "boundary" includes a time-dependent domain's t_min and
 t_max faces, so name the spatial parts there (`on=["x_min", "x_max"]`).
@@ -94,10 +96,23 @@ class Dirichlet(_OnFaces):
         return u(self.out)[mask] - evaluate_value(self.value, boundary.points[mask])
 
 
-class Neumann(_OnFaces):
+class _OnFacesWithNormals(_OnFaces):
+    """A condition whose value functions may take the outward normals too (`normals=True`)."""
+
+    normals: bool = False
+
+    def _evaluate(self, value: Value, boundary: BoundaryPoints, mask) -> torch.Tensor:
+        """(n,) a value at the selected points, given their normals too when `normals`."""
+        normals = boundary.normals[mask] if self.normals else None
+        return evaluate_value(value, boundary.points[mask], normals)
+
+
+class Neumann(_OnFacesWithNormals):
     """du/dn = value where `on` selects, n the outward unit normal; term "neumann".
 
-    Arguments as for `Dirichlet`. On x_min the outward normal is -e_x, so du/dn = -du/dx.
+    Arguments as for `Dirichlet`, and `normals`: when True, `value` is a function of the (n, d)
+    points and their (n, d) outward unit normals, `value(points, normals)` -> (n,) (a flux
+    q . n on a curved boundary, say). On x_min the outward normal is -e_x, so du/dn = -du/dx.
     """
 
     def __init__(
@@ -106,9 +121,10 @@ class Neumann(_OnFaces):
         value: Value = 0.0,
         out: str | int | None = None,
         name: str = "neumann",
+        normals: bool = False,
     ):
         super().__init__(on, out, name)
-        self.value = value
+        self.value, self.normals = value, _normals_flag(normals, name, {"value": value})
 
     def residual(
         self, u: Field, boundary: BoundaryPoints, field_at: FieldAt | None = None
@@ -116,14 +132,16 @@ class Neumann(_OnFaces):
         """(n,) du/dn - value at the selected points."""
         mask = self._mask(boundary)
         flux = normal_derivative(u, boundary.normals, self.out)[mask]
-        return flux - evaluate_value(self.value, boundary.points[mask])
+        return flux - self._evaluate(self.value, boundary, mask)
 
 
-class Robin(_OnFaces):
+class Robin(_OnFacesWithNormals):
     """a u + b du/dn = value where `on` selects; term "robin".
 
     Args:
         a, b: constants or functions of the (n, d) points returning (n,).
+        normals: when True, each of `a`, `b`, `value` that is a function takes the points and
+            their (n, d) outward unit normals, `f(points, normals)` -> (n,).
         Others as for `Dirichlet`.
     """
 
@@ -135,19 +153,20 @@ class Robin(_OnFaces):
         value: Value = 0.0,
         out: str | int | None = None,
         name: str = "robin",
+        normals: bool = False,
     ):
         super().__init__(on, out, name)
         self.a, self.b, self.value = a, b, value
+        self.normals = _normals_flag(normals, name, {"a": a, "b": b, "value": value})
 
     def residual(
         self, u: Field, boundary: BoundaryPoints, field_at: FieldAt | None = None
     ) -> torch.Tensor:
         """(n,) a u + b du/dn - value at the selected points."""
         mask = self._mask(boundary)
-        points = boundary.points[mask]
         flux = normal_derivative(u, boundary.normals, self.out)[mask]
-        a, b = evaluate_value(self.a, points), evaluate_value(self.b, points)
-        return a * u(self.out)[mask] + b * flux - evaluate_value(self.value, points)
+        a, b, value = (self._evaluate(v, boundary, mask) for v in (self.a, self.b, self.value))
+        return a * u(self.out)[mask] + b * flux - value
 
 
 class Initial(Condition):
@@ -305,10 +324,13 @@ def select(on: Where, boundary: BoundaryPoints, name: str) -> torch.Tensor | sli
     return mask
 
 
-def evaluate_value(value: Value, points: torch.Tensor) -> torch.Tensor:
-    """(n,) the value of a condition at (n, d) points, from a constant or a function."""
+def evaluate_value(
+    value: Value, points: torch.Tensor, normals: torch.Tensor | None = None
+) -> torch.Tensor:
+    """(n,) the value of a condition at (n, d) points, from a constant or a function: of the
+    points, or of the points and their (n, d) outward `normals` when those are given."""
     if callable(value):
-        result = value(points)
+        result = value(points) if normals is None else value(points, normals)
         if not isinstance(result, torch.Tensor) or result.shape != points.shape[:1]:
             is_tensor = isinstance(result, torch.Tensor)
             got = tuple(result.shape) if is_tensor else type(result).__name__
@@ -318,6 +340,19 @@ def evaluate_value(value: Value, points: torch.Tensor) -> torch.Tensor:
             )
         return result
     return torch.full(points.shape[:1], float(value), dtype=points.dtype, device=points.device)
+
+
+def _normals_flag(normals: object, name: str, values: dict[str, Value]) -> bool:
+    """`normals` checked: a bool, and when True at least one of `values` is a function."""
+    if not isinstance(normals, bool):
+        raise ConfigError(f"condition {name!r}: normals must be True or False, got {normals!r}")
+    if normals and not any(callable(v) for v in values.values()):
+        raise ConfigError(
+            f"condition {name!r}: normals=True passes the outward normals to a value function, "
+            f"but {', '.join(values)} {'is' if len(values) == 1 else 'are'} constant; give a "
+            "function of (points, normals), or leave normals=False"
+        )
+    return normals
 
 
 def _is_names(on: object) -> bool:

@@ -10,31 +10,44 @@ from pinn.derivatives.engines import Engine
 from pinn.derivatives.field import Field, Model
 from pinn.errors import ConfigError, validating
 from pinn.geometry import Batch
+from pinn.problem.causal import CausalWeighting
 from pinn.problem.problem import Problem
 
 
 def loss_terms(
-    problem: Problem, model: Model, batch: Batch, engine: Engine | None = None
+    problem: Problem,
+    model: Model,
+    batch: Batch,
+    engine: Engine | None = None,
+    causal: CausalWeighting | None = None,
 ) -> dict[str, torch.Tensor]:
     """Mean-square residual of the PDE ("pde", or "pde_<key>" for systems) and each condition.
 
     `engine` makes the fields (see `pinn.derivatives.engines`); keep one per training run so it
     can plan its Taylor passes. Without one, plain autograd fields are used. Each condition gets the
     field at every boundary point and `field_at`, which makes fields elsewhere (a periodic
-    condition's opposite face) through the same engine, one planning site each.
+    condition's opposite face) through the same engine, one planning site each. `causal`
+    (`pinn.problem.causal`) weights the PDE terms by chunks of time: each is then
+    (1/M') sum_i w_i L_i instead of the plain mean square.
     """
     return {
         name: _mean_square(value)
-        for name, value in residuals(problem, model, batch, engine).items()
+        for name, value in residuals(problem, model, batch, engine, causal).items()
     }
 
 
 def residuals(
-    problem: Problem, model: Model, batch: Batch, engine: Engine | None = None
+    problem: Problem,
+    model: Model,
+    batch: Batch,
+    engine: Engine | None = None,
+    causal: CausalWeighting | None = None,
 ) -> dict[str, torch.Tensor]:
     """The residual vectors whose mean squares are `loss_terms`: {term: (n_term,) residual}.
 
     What a least-squares method (Gauss-Newton) takes as rows; arguments as for `loss_terms`.
+    With `causal`, the PDE terms' (N,) vectors are scaled point by point so that their mean
+    squares are the causal losses (`pinn.problem.causal`); the conditions' are as they are.
     """
     engine = engine or Engine("autograd", model, announce=False)
 
@@ -50,6 +63,9 @@ def residuals(
         terms = {f"pde_{key}": value for key, value in residual.items()}
     else:
         terms = {"pde": residual}
+    if causal is not None:  # here, so that every phase (and Gauss-Newton's rows) sees it
+        domain = problem.domain
+        terms = causal(terms, batch.interior, problem.inputs, domain.lower, domain.upper)
     if problem.conditions:
         # One field at every boundary point, shared by the conditions (each masks its own).
         boundary = field_at(batch.boundary.points, "boundary")

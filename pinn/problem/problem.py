@@ -31,6 +31,7 @@ from pinn.errors import ConfigError
 from pinn.geometry import Domain
 from pinn.problem.conditions import Condition
 from pinn.problem.importing import check_params, import_module_of
+from pinn.problem.quantities import QuantityTools
 from pinn.problem.unknowns import Unknowns, initial_guesses, undeclared
 
 
@@ -46,6 +47,8 @@ class Problem:
         unknowns: {name: initial guess} of coefficients to learn with the network (an
             inverse problem); the residual reads each with `self.unknown(name)`.
         attached_unknowns: their parameters once `attach_unknowns` made them, else None.
+        quantity_reference: {name: value} of `quantities` to compare with (published or
+            exact values): metrics.json then holds each one's relative error.
     """
 
     domain: Domain
@@ -53,6 +56,7 @@ class Problem:
     conditions: Sequence[Condition] = ()
     unknowns: Mapping[str, float] = {}
     attached_unknowns: Unknowns | None = None
+    quantity_reference: Mapping[str, float | Sequence[float]] = {}
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -78,12 +82,29 @@ class Problem:
         """(N,) or (N, m) exact solution at the (N, d) points, or None when unknown."""
         return None
 
-    def reference(self) -> tuple[torch.Tensor, torch.Tensor] | None:
+    def reference(self) -> tuple[torch.Tensor, torch.Tensor] | dict | None:
         """Reference data, for a problem without an exact solution (or beside one): points
         (M, d) and the solution's values there, (M,) or (M, m), as tensors or numpy arrays
-        (read from a file, or computed by a reference solver). Validation, the error plot and
+        (read from a file, or computed by a reference solver); or, for some outputs only,
+        each at its own points, {output name: ((M_k, d) points, (M_k,) values)} (a published
+        centreline profile of one velocity component, say). Validation, the error plot and
         prediction.npz use them instead of `exact`."""
         return None
+
+    def quantities(self, q: QuantityTools) -> dict | None:
+        """Quantities of interest of the solution, or None (the default): none.
+
+        `q` (`pinn.problem.quantities.QuantityTools`) gives `q.integral(f)` over the domain,
+        `q.boundary_integral(f, on=part)`, `q.values(points, out)` and `q.field(points)`;
+        return {name: number or 1-d tensor}. They are reported in metrics.json ("quantities",
+        with "quantity_errors" against `quantity_reference`) and, the numbers, in each history
+        row that has rel_l2.
+        """
+        return None
+
+    @property
+    def has_quantities(self) -> bool:
+        return type(self).quantities is not Problem.quantities
 
     @property
     def has_exact(self) -> bool:
@@ -94,7 +115,8 @@ class Problem:
         return type(self).reference is not Problem.reference
 
     def reference_data(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """`reference()` checked, as float64 tensors (M, d) and (M, m); computed once."""
+        """`reference()` checked, as float64 tensors (M, d) and (M, m), NaN where an output
+        has no reference value (`check_reference`); computed once."""
         cached = self.__dict__.get("_reference_data")
         if cached is None:
             cached = check_reference(self.reference(), self.domain.dim, self.outputs, self)
@@ -150,21 +172,66 @@ class Problem:
 def check_reference(
     data: object, dim: int, outputs: Sequence[str], problem: Problem
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Reference data as float64 tensors (M, d), (M, m); refused unless shaped so and finite."""
+    """Reference data as float64 tensors (M, d), (M, m); refused unless shaped so and finite.
+
+    `data` is (points, values) for every output at the same points, or {output name: (points,
+    values)} for some outputs, each at its own points; the latter comes back with its point sets
+    stacked and NaN where an output has no value (a point of another output's set).
+    """
     name = f"{type(problem).__name__}.reference()"
+    if isinstance(data, Mapping):
+        return _per_output_reference(data, dim, outputs, name)
     if not (isinstance(data, (tuple, list)) and len(data) == 2):
-        raise ConfigError(f"{name} must return (points, values), got {type(data).__name__}")
-    points, values = (torch.as_tensor(part, dtype=torch.float64) for part in data)
+        raise ConfigError(
+            f"{name} must return (points, values) or {{output name: (points, values)}}, got "
+            f"{type(data).__name__}"
+        )
+    points, values = _finite_points_and_values(data, dim, name)
     values = values.unsqueeze(1) if values.ndim == 1 else values
     m = len(outputs)
-    if points.ndim != 2 or points.shape[1] != dim or len(points) == 0:
-        raise ConfigError(
-            f"{name}: points must be (M, {dim}) with M >= 1, got {tuple(points.shape)}"
-        )
     if values.shape != (len(points), m):
         raise ConfigError(
             f"{name}: values must be ({len(points)},) or ({len(points)}, {m}) for the "
-            f"{m} output(s) {list(outputs)}, got {tuple(values.shape)}"
+            f"{m} output(s) {list(outputs)}, got {tuple(values.shape)}; for some outputs only, "
+            f"return {{name: (points, values)}}, e.g. {{{outputs[0]!r}: (points, values)}}"
+        )
+    return points, values
+
+
+def _per_output_reference(
+    data: Mapping, dim: int, outputs: Sequence[str], name: str
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """{output: (points, values)} as stacked (M, d) points and (M, m) values, NaN elsewhere."""
+    unknown = [key for key in data if key not in outputs]
+    if unknown or not data:
+        raise ConfigError(
+            f"{name}: a dict of reference data is keyed by output name, one or more of "
+            f"{list(outputs)}; got {list(data)}"
+        )
+    all_points, all_values = [], []
+    for output, pair in data.items():
+        where = f"{name}[{output!r}]"
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
+            raise ConfigError(f"{where} must be (points, values), got {type(pair).__name__}")
+        points, values = _finite_points_and_values(pair, dim, where)
+        if values.shape != (len(points),):
+            raise ConfigError(
+                f"{where}: values must be ({len(points)},), one per point, got "
+                f"{tuple(values.shape)}"
+            )
+        column = torch.full((len(points), len(outputs)), torch.nan, dtype=torch.float64)
+        column[:, list(outputs).index(output)] = values
+        all_points.append(points)
+        all_values.append(column)
+    return torch.cat(all_points), torch.cat(all_values)
+
+
+def _finite_points_and_values(pair, dim: int, name: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """(points, values) as float64 tensors: points (M, d) with M >= 1, everything finite."""
+    points, values = (torch.as_tensor(part, dtype=torch.float64) for part in pair)
+    if points.ndim != 2 or points.shape[1] != dim or len(points) == 0:
+        raise ConfigError(
+            f"{name}: points must be (M, {dim}) with M >= 1, got {tuple(points.shape)}"
         )
     if not (torch.isfinite(points).all() and torch.isfinite(values).all()):
         raise ConfigError(f"{name}: points and values must all be finite")

@@ -10,12 +10,21 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from pinn.errors import is_finite_number
-from pinn.problem.columns import BOOKKEEPING, LOSS, PHASE, REL_L2, STEP
+from pinn.problem.columns import (
+    BOOKKEEPING,
+    CAUSAL_PREFIX,
+    LOSS,
+    PHASE,
+    QUANTITY_PREFIX,
+    REL_L2,
+    STEP,
+)
 from pinn.run.plot_files import DPI
 from pinn.training.phases import PHASES
 from pinn.training.weighting import WEIGHT_PREFIX
 
 _NON_TERMS = set(BOOKKEEPING) - {LOSS}
+_NOT_TERM_PREFIXES = (WEIGHT_PREFIX, QUANTITY_PREFIX, CAUSAL_PREFIX)
 _NOT_A_PHASE = {"final"}  # the history's last row: the final loss, not a phase of its own
 _REL_L2_STYLE = {"color": "black", "linestyle": "--", "marker": ".", "linewidth": 1.0}
 
@@ -24,12 +33,14 @@ def loss_columns(row: dict, skip: Collection[str] = ()) -> list[str]:
     """The columns of a history row that hold the loss or a loss term, in order.
 
     Left out: the bookkeeping (step, phase, lr, rel_l2, time_s), the loss weights
-    (`weight_<term>`, `pinn.training.weighting`) and the names in `skip` (a problem's unknowns).
+    (`weight_<term>`, `pinn.training.weighting`), the quantities of interest (`q_<name>`), the
+    causal weights (`causal_min_weight`, `causal_mean_weight`) and the names in `skip` (a
+    problem's unknowns).
     """
     return [
         key
         for key in row
-        if key not in _NON_TERMS and not key.startswith(WEIGHT_PREFIX) and key not in skip
+        if key not in _NON_TERMS and not key.startswith(_NOT_TERM_PREFIXES) and key not in skip
     ]
 
 

@@ -9,7 +9,9 @@ from pathlib import Path
 import numpy as np
 
 from pinn.problem.problem import Problem
+from pinn.problem.quantities import evaluate_quantities, quantity_errors
 from pinn.run.plots import PlotOptions, loss_figure, save_figure, solution_figure
+from pinn.run.profile_plot import reference_figure
 from pinn.run.validation import Validator, evaluation_points, predict
 from pinn.run.vtk import write_vtk
 from pinn.training.history import HISTORY_NAME, HistoryCSV
@@ -24,9 +26,11 @@ def summarise(
     model,
     wall_time: float,
     unknowns: dict[str, float] | None = None,
+    problem: Problem | None = None,
 ) -> dict:
     """metrics.json's content: errors (None without an exact solution), time, steps, loss,
-    and the learned `unknowns` ({name: value}) of a problem that has any."""
+    the learned `unknowns` ({name: value}) of a problem that has any, and the `problem`'s
+    quantities of interest ("quantities", and "quantity_errors" against its reference values)."""
     errors = validator.errors(model) if validator else {"rel_l2": None, "max_abs_error": None}
     metrics = {
         **errors,
@@ -36,6 +40,12 @@ def summarise(
     }
     if unknowns:
         metrics["unknowns"] = dict(unknowns)
+    if problem is not None and problem.has_quantities:
+        metrics["quantities"] = evaluate_quantities(problem, model)
+        if problem.quantity_reference:
+            owner = f"{type(problem).__name__}.quantity_reference"
+            reference = problem.quantity_reference
+            metrics["quantity_errors"] = quantity_errors(metrics["quantities"], reference, owner)
     return metrics
 
 
@@ -69,7 +79,8 @@ def write_plots(
     validator: Validator | None,
     plots: PlotOptions,
 ) -> None:
-    """solution.<format> (titled with the problem, rel_l2 and steps) and loss.<format>."""
+    """solution.<format> (titled with the problem, rel_l2 and steps) and loss.<format>; with
+    reference data for some outputs only, reference.<format> (their profiles) too."""
     solution = solution_figure(
         problem,
         model,
@@ -79,6 +90,9 @@ def write_plots(
         steps=metrics.get("steps"),
     )
     save_figure(solution, run_dir / "solution", plots.formats)
+    if validator is not None and not validator.complete:
+        profiles = reference_figure(problem, model, validator)
+        save_figure(profiles, run_dir / "reference", plots.formats)
     title = f"{type(problem).__name__}: training loss"
     loss = loss_figure(result.history, skip=metrics.get("unknowns", {}), title=title)
     save_figure(loss, run_dir / "loss", plots.formats)

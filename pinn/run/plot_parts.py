@@ -14,7 +14,7 @@ from matplotlib.colors import LogNorm, Normalize
 from pinn.derivatives.field import Model
 from pinn.geometry import Domain, SpaceTime
 from pinn.problem.problem import Problem
-from pinn.run.validation import Validator, can_validate
+from pinn.run.validation import Validator
 
 ERROR_SCALES = ("linear", "log")
 ERROR_LABEL = "|error|"  # the label of every error colorbar
@@ -29,13 +29,19 @@ def time_axis(domain: Domain) -> int | None:
 
 
 class Truth:
-    """The true solution: the exact function at any points, or reference data at its points."""
+    """The true solution: the exact function at any points, or reference data at its points.
+
+    Reference data that gives some outputs only, or each at its own points (a centreline
+    profile), is not drawn here but in the figure of `pinn.run.profile_plot`: `known` is
+    False then, and the maps show the prediction alone.
+    """
 
     def __init__(self, problem: Problem, validator: Validator | None):
         self.problem = problem
         self.exact = problem.has_exact
-        self.reference = validator if (validator and not self.exact) else None
-        self.known = can_validate(problem)
+        complete = validator is not None and validator.complete
+        self.reference = validator if (complete and not self.exact) else None
+        self.known = self.exact or self.reference is not None
 
     def at(self, points: torch.Tensor) -> torch.Tensor:
         """(M, m) exact values at (M, d) points."""

@@ -17,6 +17,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from pinn.errors import CheckpointError, ConfigError
+from pinn.run.configs import CONF_DIR
 from pinn.training.checkpoint import CHECKPOINT_NAME, load_checkpoint
 from pinn.training.settings import FREE_SETTINGS
 
@@ -70,8 +71,14 @@ def load_resume(cfg: DictConfig) -> dict[str, Any] | None:
 
 
 def check_same_run(saved: Mapping[str, Any], current: Mapping[str, Any], path: Path) -> None:
-    """Refuse `current` unless it equals `saved` outside `FREE_KEYS`, naming each difference."""
+    """Refuse `current` unless it equals `saved` outside `FREE_KEYS`, naming each difference.
+
+    A key the saved config lacks (one pinn added after the run was written, such as
+    `trainer.causal.chunks`) counts as saved with pinn's default: what the run computed with.
+    """
     old, new = _flatten(saved), _flatten(current)
+    defaults = _flatten(_base_defaults())
+    old |= {key: defaults[key] for key in new.keys() - old.keys() if key in defaults}
     differ = [
         key
         for key in sorted(old.keys() | new.keys())
@@ -87,6 +94,16 @@ def check_same_run(saved: Mapping[str, Any], current: Mapping[str, Any], path: P
             f"continues with its own config: give the overrides it was started with (see the "
             f"config.yaml next to the checkpoint), or start a new run without resume="
         )
+
+
+def _base_defaults() -> dict[str, Any]:
+    """pinn's defaults outside any problem: config.yaml's keys, the trainer's and the mlp's."""
+    base = OmegaConf.load(CONF_DIR / "config.yaml")
+    base.pop("defaults", None)
+    base.pop("hydra", None)
+    base.trainer = OmegaConf.load(CONF_DIR / "trainer" / "default.yaml")
+    base.model = OmegaConf.load(CONF_DIR / "model" / "mlp.yaml")
+    return OmegaConf.to_container(base, resolve=False)
 
 
 def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

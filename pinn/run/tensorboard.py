@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pinn.errors import ConfigError
-from pinn.problem.columns import LOSS, LR, REL_L2, STEP
+from pinn.problem.columns import CAUSAL_PREFIX, LOSS, LR, QUANTITY_PREFIX, REL_L2, STEP
 from pinn.run.plots import loss_columns
 from pinn.training.callbacks import Callback
 from pinn.training.state import FitResult, RunState
@@ -38,11 +38,18 @@ def run_loggers(name: str | None, run_dir: str | Path) -> list[Callback]:
 
 def scalars(row: dict[str, Any], unknowns: tuple[str, ...] = ()) -> dict[str, float]:
     """A history row's TensorBoard scalars by tag: "loss", "loss/<term>" for each loss term,
-    "rel_l2" (where the row has it) and "lr" (where it has one: Adam's rows)."""
+    "rel_l2" (where the row has it), "quantity/<name>" for each quantity of interest there,
+    "causal/min_weight" and "causal/mean_weight" with causal weighting, and "lr" (where it has
+    one: Adam's rows)."""
     tagged = {
         LOSS if name == LOSS else f"loss/{name}": row[name]
         for name in loss_columns(row, skip=unknowns)
     }
+    for name in row:
+        if name.startswith(QUANTITY_PREFIX):
+            tagged[f"quantity/{name.removeprefix(QUANTITY_PREFIX)}"] = row[name]
+        if name.startswith(CAUSAL_PREFIX):
+            tagged[f"causal/{name.removeprefix(CAUSAL_PREFIX)}"] = row[name]
     if REL_L2 in row:
         tagged[REL_L2] = row[REL_L2]
     if not math.isnan(row.get(LR, math.nan)):

@@ -172,12 +172,16 @@ def _train(
     # Training time over every invocation of the run (what a resumed one did before, too).
     wall_time = time.perf_counter() - started + (resume["training"]["time_s"] if resume else 0)
 
-    metrics = summarise(result, validator, model, wall_time, unknowns.values())
+    metrics = summarise(result, validator, model, wall_time, unknowns.values(), problem)
     metrics |= provenance(cfg, device, started_at, utc_now())
     if world.is_main:
         if unknowns.names:
             learned = ", ".join(f"{n} = {value:.6g}" for n, value in unknowns.values().items())
             log.info("learned unknowns: %s", learned)
+        for name, value in metrics.get("quantities", {}).items():
+            error = metrics.get("quantity_errors", {}).get(name)
+            against = "" if error is None else f" (relative error {error:.2e})"
+            log.info("quantity %s = %s%s", name, _shown(value), against)
         try:
             (run_dir / "config.yaml").write_text(config_yaml["config.yaml"])
             write_outputs(
@@ -203,3 +207,11 @@ def _announce(resume: str, state: dict[str, Any], run_dir: Path) -> None:
         log.info(
             "resuming the run in %s at step %d (%s), writing to %s", path, step, phase, run_dir
         )
+
+
+def _shown(value: float | list[float]) -> str:
+    """A quantity for the log: a number, or a profile's first values."""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    head = ", ".join(f"{v:.4g}" for v in value[:4])
+    return f"[{head}{', ...' if len(value) > 4 else ''}] ({len(value)} values)"

@@ -86,8 +86,9 @@ class Validator:
         dtype, device: of the evaluation set when `points` is None.
 
     Attributes:
-        points: (M, d) evaluation points; reference: (M, m) true values there; source: "exact"
-        or "reference"; output_names: the m output names.
+        points: (M, d) evaluation points; reference: (M, m) true values there, NaN where
+        reference data gives an output no value at a point (`Problem.reference` for some
+        outputs); source: "exact" or "reference"; output_names: the m output names.
     """
 
     def __init__(
@@ -118,19 +119,31 @@ class Validator:
         self.reference = exact_values(problem, points)
         self.source = "exact"
 
+    @property
+    def complete(self) -> bool:
+        """Whether every output has a true value at every point (no NaN in `reference`)."""
+        return bool(torch.isfinite(self.reference).all())
+
     def errors(self, model: Model) -> dict[str, float]:
         """{"rel_l2": ||u - u*|| / ||u*||, "max_abs_error": max |u - u*|} over the points and
-        all outputs; with several outputs also "rel_l2_<name>" for each."""
+        all outputs, counting only the true values there are; with several outputs also
+        "rel_l2_<name>" and "max_abs_error_<name>" for each output that has true values."""
         predicted = predict(model, self.points)
-        errors = {
-            "rel_l2": _relative(predicted - self.reference, self.reference),
-            "max_abs_error": (predicted - self.reference).abs().max().item(),
-        }
+        known = torch.isfinite(self.reference)
+        errors = _errors(predicted[known], self.reference[known])
         if len(self.output_names) > 1:
             for k, name in enumerate(self.output_names):
-                error = predicted[:, k] - self.reference[:, k]
-                errors[f"rel_l2_{name}"] = _relative(error, self.reference[:, k])
+                if known[:, k].any():
+                    truth = self.reference[known[:, k], k]
+                    output = _errors(predicted[known[:, k], k], truth)
+                    errors |= {f"{key}_{name}": value for key, value in output.items()}
         return errors
+
+
+def _errors(predicted: torch.Tensor, truth: torch.Tensor) -> dict[str, float]:
+    """rel_l2 and max_abs_error of (n,) predicted values against (n,) true ones."""
+    error = predicted - truth
+    return {"rel_l2": _relative(error, truth), "max_abs_error": error.abs().max().item()}
 
 
 def _relative(error: torch.Tensor, truth: torch.Tensor) -> float:

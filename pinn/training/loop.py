@@ -43,7 +43,7 @@ with each one's current value.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,7 @@ from pinn.derivatives.stochastic import LaplacianEstimator
 from pinn.errors import ConfigError
 from pinn.geometry import PointSampler
 from pinn.problem.problem import Problem
+from pinn.problem.quantities import QuantityTools, evaluate_quantities, quantity_errors
 from pinn.training.callbacks import Callback, CallbackList
 from pinn.training.checkpoint import load_checkpoint
 from pinn.training.checkpointing import Checkpoints
@@ -95,7 +96,9 @@ def fit(
     Args:
         weights: loss weight per term name (unnamed terms count once).
         validator: when given (`pinn.Validator`, or anything with `errors(model)`), the
-            history and progress bar carry the current rel_l2.
+            history and progress bar carry the current rel_l2. A problem's quantities of
+            interest (`Problem.quantities`) that are numbers have a column each in the rows
+            that validate (rank 0).
         checkpoint_path: where to write `checkpoint.pt`; None writes nothing.
         checkpoint_extra: more entries for the checkpoint (the resolved config, say).
         checkpoint_companions: files written beside the first checkpoint, {name: text} (the
@@ -171,7 +174,7 @@ def fit(
     checkpoints.last_saved = state.resumed_from
     parts = Parts(
         StepLoss(problem, state),
-        Recorder(state, validator, settings.progress),
+        Recorder(state, validator, settings.progress, _quantities(problem, model)),
         checkpoints,
         DivergenceWatch(lambda: checkpoints.last_saved),
         listeners,
@@ -207,6 +210,18 @@ def _run_phases(state: RunState, parts: Parts) -> FitResult:
     result = state.result()
     parts.callbacks.on_end(result, state)
     return result
+
+
+def _quantities(problem: Problem, model: nn.Module) -> Callable[[nn.Module], dict] | None:
+    """The problem's quantities of interest as a function of the model (None without any),
+    its quadrature points made once; evaluated here once, so that a mistake in quantities()
+    or quantity_reference is refused before any training step."""
+    if not problem.has_quantities:
+        return None
+    tools = QuantityTools(problem, model)
+    values = evaluate_quantities(problem, model, tools)
+    quantity_errors(values, problem.quantity_reference, f"{type(problem).__name__}")
+    return lambda trained: evaluate_quantities(problem, trained, tools)
 
 
 def _refuse_deterministic(settings: TrainSettings) -> None:

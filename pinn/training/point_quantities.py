@@ -6,8 +6,9 @@ parameters, point by point (step 1 of `pinn.training.residual_rows`' Jacobian).
     values, jacobians = autograd_quantities(model, names, theta, x, field, keys)
     # (N, q) and (N, q, P), P the network's parameters flattened in `named_parameters` order
 
-A quantity is a key: ("value", k), ("first", k, i), ("second", k, i, j) with i <= j, or
-("laplacian", k); k an output, i and j inputs.
+A quantity is a key: ("value", k), ("first", k, i), ("second", k, i, j) with i <= j,
+("laplacian", k), or ("higher", k, i, n) for d^n u_k/dx_i^n, n >= 3; k an output, i and j
+inputs.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from torch import nn
 from pinn.derivatives.field import Field, Requests
 from pinn.derivatives.taylor import taylor_forward
 from pinn.derivatives.taylor_pass import trace_model
+from pinn.derivatives.univariate import taylor_derivatives, univariate_supported
 from pinn.errors import ConfigError
 
 Key = tuple
@@ -47,6 +49,7 @@ def quantity_keys(field: Field) -> list[Key]:
     keys += [("second", k, i, j) for k in outputs for i, j in sorted(requests.mixed)]
     if requests.laplacian:
         keys += [("laplacian", k) for k in outputs]
+    keys += [("higher", k, i, n) for k in outputs for i, n in sorted(requests.higher)]
     return keys
 
 
@@ -59,6 +62,8 @@ def _read(field: Field, key: Key) -> torch.Tensor:
         return field.d(key[2], k)
     if kind == "second":
         return field.d2(key[2], key[3], k)
+    if kind == "higher":
+        return field.d(key[2], k, order=key[3])
     return field.laplacian(k)
 
 
@@ -104,12 +109,16 @@ class _PointPass(nn.Module):
         self.directions = sorted(wanted | (set(range(dim)) if requests.laplacian else set()))
         diagonal = requests.diagonal or requests.laplacian
         self.mode = "full" if requests.mixed else ("diagonal" if diagonal else "none")
+        self.highest: dict[int, int] = {}  # input -> the highest order >= 3 asked along it
+        for i, n in requests.higher:
+            self.highest[i] = max(n, self.highest.get(i, 0))
 
     def forward(self, point: torch.Tensor) -> torch.Tensor:
+        series = {i: taylor_derivatives(self.model, point, i, n) for i, n in self.highest.items()}
         if not self.directions:
             value = self.model(point)
             value = value[:, None] if value.ndim == 1 else value
-            return torch.stack([value[0, key[1]] for key in self.keys])
+            return torch.stack([_pick(value, series, key) for key in self.keys])
         jet = taylor_forward(self.model, point, self.directions, self.mode)
         at = self.directions.index
 
@@ -127,9 +136,25 @@ class _PointPass(nn.Module):
                 picked.append(jet.first[0, k, at(key[2])])
             elif kind == "second":
                 picked.append(second(k, key[2], key[3]))
-            else:
+            elif kind == "laplacian":
                 picked.append(sum(second(k, i, i) for i in range(point.shape[1])))
+            else:
+                picked.append(_pick(jet.value, series, key))
         return torch.stack(picked)
+
+
+def _pick(value: torch.Tensor, series: dict, key: Key) -> torch.Tensor:
+    """A value key from the (1, m) values, or a "higher" one from the univariate series."""
+    if key[0] == "value":
+        return value[0, key[1]]
+    _, k, i, n = key
+    return series[i].derivatives[0, k, n - 1]
+
+
+def taylor_carries(model: nn.Module, x: torch.Tensor, requests: Requests) -> bool:
+    """Whether `taylor_quantities` can compute the requests: derivatives of order >= 3 need
+    every operation's rule of any order (`univariate_supported`); the rest the Taylor pass."""
+    return not requests.higher or univariate_supported(model, x[:1])[0]
 
 
 def taylor_quantities(

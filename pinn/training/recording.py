@@ -1,20 +1,23 @@
 """What a run shows as it goes: the history rows, rel_l2, the progress bar.
 
 recorder = Recorder(state, validator, progress=True)
-recorder.row(step, "adam", terms, loss, lr=...)   # a history row; validates if asked
+recorder.row(step, "adam", terms, loss, lr=...)   # a history row; validates if asked (rel_l2
+                                                  # and the problem's quantities)
 recorder.advance()                                # one step done: the bar moves
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Protocol
 
 import torch
 from tqdm.auto import tqdm
 
 from pinn.errors import ConfigError
-from pinn.problem.columns import LOSS, LR, PHASE, REL_L2, STEP, TIME_S
+from pinn.problem.columns import BOOKKEEPING, LOSS, LR, PHASE, REL_L2, STEP, TIME_S
+from pinn.problem.quantities import quantity_columns
 from pinn.training.state import RunState
 
 
@@ -23,6 +26,17 @@ class Validator(Protocol):
     `errors(model) -> {"rel_l2": ..., ...}`."""
 
     def errors(self, model: torch.nn.Module) -> dict[str, float]: ...
+
+
+def _own_columns(values: dict[str, float], row: dict) -> dict[str, float]:
+    """`values` (quantities), refused where a name is already a column of the row."""
+    taken = sorted(set(values) & (set(row) | set(BOOKKEEPING)))
+    if taken:
+        raise ConfigError(
+            f"quantit{'y' if len(taken) == 1 else 'ies'} {taken} share their name with a loss "
+            "term, an unknown or a history column; rename them in quantities()"
+        )
+    return values
 
 
 class Recorder:
@@ -38,10 +52,12 @@ class Recorder:
         state: RunState,
         validator: Validator | None = None,
         progress: bool = True,
+        quantities: Callable[[torch.nn.Module], dict] | None = None,
     ):
         self.state = state
         self.main = state.world.is_main
         self.validator = validator if self.main else None
+        self.quantities = quantities if self.main else None
         settings = state.settings
         self.bar = tqdm(
             total=settings.planned_steps(),  # every phase's budget
@@ -78,8 +94,12 @@ class Recorder:
         row.update(unknowns)
         if state.weights.method != "fixed":
             row.update(state.weights.row())
+        if state.causal is not None:  # the causal weights' front (pinn.problem.causal)
+            row.update(state.causal.row())
         if self.validator is not None and validate:
             row[REL_L2] = self.validator.errors(state.model)[REL_L2]
+        if self.quantities is not None and validate:
+            row.update(_own_columns(quantity_columns(self.quantities(state.model)), row))
         row[TIME_S] = state.elapsed()
         state.history.append(row)
         shown = {"loss": f"{row['loss']:.3e}"}

@@ -7,7 +7,10 @@
 
 Each term k of `loss_terms` (the PDE, each condition, observations) has n_k residuals r_k; its
 rows are sqrt(w_k / n_k) r_k, so sum(rows**2) = sum_k w_k mean(r_k**2), the loss the other
-phases minimise. The rows stand in term order, every output and equation of a term together.
+phases minimise. With causal weighting (`pinn.problem.causal`) the PDE terms' r_k are already
+scaled point by point by `residuals`, so the rows' loss is the causal one too (its weights are
+constants to the Jacobian, as they carry no gradient). The rows stand in term order, every
+output and equation of a term together.
 The Jacobian's columns are the flat parameters of `parameters(model, problem)`: the network's,
 then the problem's unknowns.
 
@@ -57,6 +60,7 @@ from pinn.derivatives.engines import Engine
 from pinn.derivatives.field import Model
 from pinn.errors import ConfigError
 from pinn.geometry import Batch
+from pinn.problem.causal import CausalWeighting
 from pinn.problem.loss import residuals
 from pinn.problem.problem import Problem
 from pinn.training.jacobian_products import MatrixFreeJacobian
@@ -101,6 +105,7 @@ class ResidualRows:
         engine: the run's residual engine ("taylor" or "autograd" at its first field).
         weights: {term: weight}; a term without one counts once (as `weighted_sum`).
         chunk: parameter directions pushed through the assembly at once (memory ~ chunk R).
+        causal: the causal weighting of the PDE terms (`pinn.problem.causal`), or None.
     """
 
     def __init__(
@@ -110,8 +115,9 @@ class ResidualRows:
         engine: Engine | None = None,
         weights: Mapping[str, float] | None = None,
         chunk: int = 256,
+        causal: CausalWeighting | None = None,
     ):
-        self.problem, self.model = problem, model
+        self.problem, self.model, self.causal = problem, model, causal
         self.engine = engine or Engine("autograd", model, announce=False)
         self.weights = dict(weights or {})
         self.chunk = chunk
@@ -123,7 +129,7 @@ class ResidualRows:
             raise ValueError(f"jacobian must be False, True or 'products', got {jacobian!r}")
         recording = Recording(self.engine)
         with torch.enable_grad():
-            vectors = residuals(self.problem, self.model, batch, recording)
+            vectors = residuals(self.problem, self.model, batch, recording, self.causal)
         scales = self._scales(vectors)
         attached = torch.cat([scales[name] * vector for name, vector in vectors.items()])
         values = attached.detach()
@@ -137,7 +143,7 @@ class ResidualRows:
             rows.jacobian = MatrixFreeJacobian(attached, parameters(self.model, self.problem))
         elif jacobian:
             rows.jacobian = row_jacobian(
-                self.problem, self.model, batch, recording, scales, self.chunk
+                self.problem, self.model, batch, recording, scales, self.chunk, self.causal
             )
         return rows
 

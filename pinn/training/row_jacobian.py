@@ -17,9 +17,15 @@ from pinn.derivatives.engines import Engine
 from pinn.derivatives.field import Field, Requests
 from pinn.errors import ConfigError
 from pinn.geometry import Batch
+from pinn.problem.causal import CausalWeighting
 from pinn.problem.loss import residuals
 from pinn.problem.problem import Problem
-from pinn.training.point_quantities import autograd_quantities, quantity_keys, taylor_quantities
+from pinn.training.point_quantities import (
+    autograd_quantities,
+    quantity_keys,
+    taylor_carries,
+    taylor_quantities,
+)
 
 
 class Recording:
@@ -43,11 +49,13 @@ def row_jacobian(
     recording: Recording,
     scales: Mapping[str, float],
     chunk: int = 256,
+    causal: CausalWeighting | None = None,
 ) -> torch.Tensor:
     """(R, P) Jacobian of the scaled rows, columns the network's parameters then the unknowns.
 
     `recording` holds the fields of one `residuals` call at `batch` (their requests tell which
-    quantities the residual uses); `scales` the rows' factor per term.
+    quantities the residual uses); `scales` the rows' factor per term; `causal` the causal
+    weighting that call had (its factors are recomputed from the primal residual, detached).
     """
     names = [name for name, _ in model.named_parameters()]
     theta = {name: p.detach() for name, p in model.named_parameters()}
@@ -59,7 +67,7 @@ def row_jacobian(
     sites, values, tangents = [], [], []
     for site, x, field in recording.fields:
         keys = quantity_keys(field)
-        if engine_name == "taylor":
+        if engine_name == "taylor" and taylor_carries(model, x, field.requests):
             value, jac = taylor_quantities(model, theta, x, keys, field.requests)
         else:
             value, jac = autograd_quantities(model, names, theta, x, field, keys)
@@ -73,7 +81,8 @@ def row_jacobian(
     unknown_tangent = torch.zeros(len(unknown_values), n_columns, **like)
     for i in range(len(unknown_values)):
         unknown_tangent[i, n_model + i] = 1.0
-    assembly = _Assembly(problem, model, batch, sites, scales)
+    replica = causal.replica() if causal is not None else None  # its tensors stay inside
+    assembly = _Assembly(problem, model, batch, sites, scales, replica)
 
     def rows_of(quantities: tuple, scalars: tuple) -> torch.Tensor:
         if not scalars:
@@ -104,7 +113,7 @@ class _FilledField(Field):
         self.f, self.x, self.estimator, self._drawn = None, x, None, None
         self.requests = Requests()
         self.input_names, self.output_names = tuple(input_names), tuple(output_names)
-        self._first, self._second, self._laplacians = {}, {}, {}
+        self._first, self._second, self._laplacians, self._higher = {}, {}, {}, {}
         values = {}
         for c, key in enumerate(keys):
             column = quantities[:, c]
@@ -114,6 +123,8 @@ class _FilledField(Field):
                 self._first[(key[1], key[2])] = column
             elif key[0] == "second":
                 self._second[(key[1], key[2], key[3])] = column
+            elif key[0] == "higher":
+                self._higher[(key[1], key[2], key[3])] = column
             else:
                 self._laplacians[key[1]] = column
         self.values = torch.stack([values[k] for k in range(len(output_names))], dim=1)
@@ -123,6 +134,9 @@ class _FilledField(Field):
 
     def _second_derivative(self, k: int, i: int, j: int, keep_row: bool = True) -> torch.Tensor:
         return self._held(self._second, (k, min(i, j), max(i, j)))
+
+    def _higher_derivative(self, k: int, i: int, order: int) -> torch.Tensor:
+        return self._held(self._higher, (k, i, order))
 
     def _depends_on_points(self) -> bool:
         return False
@@ -159,14 +173,23 @@ class _Assembly(nn.Module):
     """The scaled rows as a function of the fields' quantities (and, as its parameters, the
     problem's unknowns): the problem's residual and conditions on filled fields."""
 
-    def __init__(self, problem: Problem, model, batch: Batch, sites: list, scales: Mapping):
+    def __init__(
+        self,
+        problem: Problem,
+        model,
+        batch: Batch,
+        sites: list,
+        scales: Mapping,
+        causal: CausalWeighting | None = None,
+    ):
         super().__init__()
         self.problem, self.batch, self.sites, self.scales = problem, batch, sites, scales
+        self.causal = causal
         self.network = [model]  # in a list: not a submodule (its parameters are not ours)
         if problem.attached_unknowns is not None:
             self.unknowns = problem.attached_unknowns
 
     def forward(self, quantities: Sequence[torch.Tensor]) -> torch.Tensor:
         replay = _Replay(self.sites, quantities)
-        vectors = residuals(self.problem, self.network[0], self.batch, replay)
+        vectors = residuals(self.problem, self.network[0], self.batch, replay, self.causal)
         return torch.cat([self.scales[name] * vector for name, vector in vectors.items()])

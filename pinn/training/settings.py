@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pinn.errors import ConfigError, require_int
+from pinn.problem.causal import CausalSettings
 from pinn.training.compiling import check_compile
 from pinn.training.phases import (
     PHASES,
@@ -42,6 +43,14 @@ class TrainSettings:
             condition and data terms' weights move towards balancing their gradients with the
             residual's, by `new = (1 - weighting_alpha) old + weighting_alpha estimate`.
             L-BFGS keeps the last weights.
+        causal: `CausalSettings` (chunks, tolerance, time), or a dict of its keys: causal
+            weighting in time (`pinn.problem.causal`). With chunks = M > 0 the PDE residual's
+            points are split into M equal intervals of the time coordinate `time`, and each
+            PDE term becomes (1/M') sum_i w_i L_i, L_i the mean square over chunk i, w_i =
+            exp(-tolerance sum_{k<i} L_k) (detached; the equations of a system summed in L_k),
+            M' the chunks holding points: every phase minimises it (Gauss-Newton's rows are
+            scaled alike), and the history rows carry causal_min_weight and
+            causal_mean_weight. 0 chunks (the default) is off.
         log_every: Adam steps between rows of the history, from each Adam phase's first step
             (L-BFGS: one row per iteration), and steps between rel_l2 values, progress-bar
             updates and L-BFGS chunks.
@@ -60,6 +69,7 @@ class TrainSettings:
     weighting: str = "fixed"
     weighting_every: int = 100
     weighting_alpha: float = 0.1
+    causal: CausalSettings = field(default_factory=CausalSettings)
     log_every: int = 100
     checkpoint_every: int = 500
     progress: bool = True
@@ -85,6 +95,7 @@ class TrainSettings:
                     f"trainer.{name} must be a {phase.settings_type.__name__} or a dict of its "
                     f"keys, got {block!r}"
                 )
+        self.causal = _causal_of(self.causal)
         require_int("trainer.checkpoint_every", self.checkpoint_every, minimum=0)
         require_int("trainer.log_every", self.log_every, minimum=1)
         self.compile = check_compile(self.compile)
@@ -110,15 +121,28 @@ def _settings_of(settings_type: type, name: str, block: dict[str, Any]) -> Any:
     return settings_type(**block)
 
 
+def _causal_of(block: Any) -> CausalSettings:
+    """`trainer.causal` as `CausalSettings` (a dict of its keys is taken), checked."""
+    if isinstance(block, CausalSettings):
+        return block
+    if not isinstance(block, dict):
+        raise ConfigError(
+            f"trainer.causal must be a CausalSettings or a dict of its keys (chunks, tolerance, "
+            f"time), got {block!r}"
+        )
+    return _settings_of(CausalSettings, "causal", block)
+
+
 # What may differ between a run and its resumption: neither changes a single number.
 FREE_SETTINGS = ("progress", "checkpoint_every")
 
 
 def shaping(settings: TrainSettings) -> dict[str, Any]:
     """The settings that shape the result: all but progress and checkpoint_every (the phase
-    blocks as dicts)."""
+    blocks as dicts). `causal` only when on, so that a checkpoint written before it existed
+    still resumes (off, it changes no number)."""
     return {
         key: dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
         for key, value in vars(settings).items()
-        if key not in FREE_SETTINGS
+        if key not in FREE_SETTINGS and not (key == "causal" and not value.on)
     }

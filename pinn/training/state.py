@@ -22,6 +22,7 @@ from torch import nn
 from pinn.derivatives.engines import Engine
 from pinn.errors import CheckpointError, ConfigError
 from pinn.geometry import Batch, PointSampler
+from pinn.problem.causal import CausalWeighting
 from pinn.problem.unknowns import Unknowns
 from pinn.training.distributed import World
 from pinn.training.phases import Phase
@@ -54,6 +55,9 @@ class RunState:
     run was saved with, for the phase it was in to take its optimiser state from.
     engine_at_start, weights_at_start: the engine's and loss weights' state at the start of
     the current Adam step (a checkpoint written after the step's loss redoes the step).
+    causal: the causal weighting of the PDE terms (`settings.causal`), None when off; it holds
+    no state a checkpoint needs (its weights follow from the current residual), only the last
+    evaluation's weights, for the history rows.
     """
 
     model: nn.Module
@@ -76,12 +80,15 @@ class RunState:
     started: float = field(default_factory=time.perf_counter)
     engine_at_start: dict[str, Any] | None = None
     weights_at_start: dict[str, Any] | None = None
+    causal: CausalWeighting | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         # What both optimisers train: the network's parameters, then the unknowns.
         self.parameters = [*self.model.parameters(), *self.unknowns.parameters()]
         self.weights_at_start = self.weights.state_dict()
         self.phase = self.phase or self.settings.phases[0]
+        if self.settings.causal.on:
+            self.causal = CausalWeighting(self.settings.causal)
 
     def elapsed(self) -> float:
         """Training seconds so far, earlier invocations of a resumed run included."""

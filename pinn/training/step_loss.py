@@ -35,6 +35,8 @@ class StepLoss:
         self.problem, self.state = problem, state
         self._decided = state.settings.compile == "false"
         self._compiled: CompiledLoss | None = None
+        if state.causal is not None:  # its time coordinate named, before the first step
+            state.causal.check(problem.inputs)
 
     def __call__(
         self, batch: Batch, step: int | None = None
@@ -44,7 +46,7 @@ class StepLoss:
         if self._compiled is not None:
             return self._compiled(batch)
         state = self.state
-        terms = loss_terms(self.problem, state.model, batch, state.engine)
+        terms = loss_terms(self.problem, state.model, batch, state.engine, state.causal)
         if step is not None:
             state.weights.update(terms, state.model.parameters(), step, state.world.average_)
         return terms, state.weights.total(terms)
@@ -65,8 +67,9 @@ class StepLoss:
 
     def _eager(self, batch: Batch) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
         """What `CompiledLoss` compiles: the terms and their weighted sum (fixed weights)."""
-        terms = loss_terms(self.problem, self.state.model, batch, self.state.engine)
-        return terms, self.state.weights.total(terms)
+        state = self.state
+        terms = loss_terms(self.problem, state.model, batch, state.engine, state.causal)
+        return terms, state.weights.total(terms)
 
     def _decide(self) -> None:
         """Once the first step has planned every field: compile the loss, or not, and say why."""

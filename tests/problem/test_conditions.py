@@ -18,6 +18,7 @@ from pinn import (
     Neumann,
     Periodic,
     PointSampler,
+    Polygon,
     Problem,
     Robin,
     TrainSettings,
@@ -130,6 +131,43 @@ def test_robin_combines_value_and_outward_flux(generator):
     torch.testing.assert_close(right, zeros(2), **TOL)
     left = Robin(on="x_min", a=lambda p: 2.0 + p[:, 0], b=1.0, value=1.0).residual(u, boundary)
     torch.testing.assert_close(left, torch.full((2,), 2.0 * 1 - 2 - 1.0, dtype=torch.float64))
+
+
+def _u(p: torch.Tensor) -> torch.Tensor:
+    return p[:, 0] ** 2 + 3 * p[:, 0] * p[:, 1]
+
+
+def _flux_of(p: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
+    """grad u . n for u = x^2 + 3 x y: grad u = (2x + 3y, 3x)."""
+    return (2 * p[:, 0] + 3 * p[:, 1]) * n[:, 0] + 3 * p[:, 0] * n[:, 1]
+
+
+def test_neumann_and_robin_values_may_take_the_outward_normals(generator):
+    # A triangular hole (its normals point into it, slanted): no constant flux would do.
+    plate = Box([-1.0, -1.0], [1.0, 1.0]) - Polygon([[-0.3, -0.3], [0.4, -0.2], [0.0, 0.5]])
+    boundary = plate.sample_boundary(200, generator, dtype=torch.float64)
+    u = Field(Known(_u), boundary.points, ("x", "y"))
+    hole = ["edge0", "edge1", "edge2"]
+    on_hole = boundary.on(hole)
+    neumann = Neumann(on=hole, value=_flux_of, normals=True)
+    torch.testing.assert_close(neumann.residual(u, boundary), zeros(int(on_hole.sum())), **TOL)
+    # Robin: a u + b du/dn = value, each of a, b, value given the normals (b = |n|^2 = 1).
+    robin = Robin(
+        on="boundary",
+        a=lambda p, n: n[:, 0],
+        b=lambda p, n: (n * n).sum(dim=1),
+        value=lambda p, n: n[:, 0] * _u(p) + _flux_of(p, n),
+        normals=True,
+    )
+    torch.testing.assert_close(robin.residual(u, boundary), zeros(len(boundary.points)), **TOL)
+    # Without normals=True the value is called with the points alone: a two-argument function
+    # is a TypeError there, and a constant with normals=True is refused as pointless.
+    with pytest.raises(TypeError):
+        Neumann(on="boundary", value=_flux_of).residual(u, boundary)
+    with pytest.raises(ConfigError, match="normals=True passes the outward normals"):
+        Neumann(on="boundary", value=1.0, normals=True)
+    with pytest.raises(ConfigError, match="normals must be True or False"):
+        Robin(on="boundary", value=_flux_of, normals="yes")
 
 
 # ---- Periodic ---------------------------------------------------------------------------

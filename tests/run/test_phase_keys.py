@@ -64,3 +64,11 @@ def test_on_resume_the_phases_and_their_settings_are_fixed_but_display_keys_free
         with pytest.raises(ConfigError, match=changed.split("=")[0]) as refused:
             check_same_run(saved, resolved(changed), path)
         assert "\n" not in str(refused.value)
+
+
+def test_a_run_saved_before_a_key_existed_resumes_with_that_keys_default():
+    saved, path = resolved(), Path("run/checkpoint.pt")
+    del saved["trainer"]["causal"]  # as a checkpoint written before trainer.causal was added
+    check_same_run(saved, resolved(), path)  # the current default: chunks 0, what it ran with
+    with pytest.raises(ConfigError, match=r"trainer.causal.chunks=8 \(saved: 0\)"):
+        check_same_run(saved, resolved("trainer.causal.chunks=8"), path)

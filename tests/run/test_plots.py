@@ -8,7 +8,7 @@ import pytest
 import torch
 from matplotlib.collections import PolyCollection, QuadMesh, TriMesh
 
-from pinn import Ball, Box, ConfigError, Disk, Problem, SpaceTime
+from pinn import Ball, Box, ConfigError, Disk, Problem, SpaceTime, Validator
 from pinn.run.loss_plot import phase_switches
 from pinn.run.plot_parts import error_norm
 from pinn.run.plots import (
@@ -19,6 +19,7 @@ from pinn.run.plots import (
     solution_figure,
     time_axis,
 )
+from pinn.run.profile_plot import reference_figure
 
 
 class Smooth(Problem):
@@ -145,6 +146,28 @@ def test_reference_snapshots_use_the_reference_times(tmp_path):
     ]
     plot_solution(problem, model_for(problem), tmp_path / "solution.png")
     assert (tmp_path / "solution.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_reference_data_for_some_outputs_is_drawn_as_profiles():
+    # u on the vertical centreline x = 0.5, v on the horizontal one y = 0.5 (a cavity's lines).
+    vertical = torch.stack([torch.full((9,), 0.5), torch.linspace(0, 1, 9)], dim=1).double()
+    horizontal = vertical.flip(1)[torch.randperm(9, generator=torch.Generator().manual_seed(0))]
+    data = {"u": (vertical, vertical.sum(1)), "w": (horizontal, 3 * horizontal.sum(1))}
+    problem = Smooth(Box([0.0, 0.0], [1.0, 1.0]), ("u", "v", "w"), False, reference=data)
+    model = model_for(problem)
+    # The maps show the prediction alone: lines of points make no map of the truth.
+    assert titles(solution_figure(problem, model, n_per_dim=11)) == [
+        "predicted u",
+        "predicted v",
+        "predicted w",
+    ]
+    figure = reference_figure(problem, model, Validator(problem))
+    assert titles(figure) == ["u: max |error| = 1.00e-02", "w: max |error| = 1.00e-02"]
+    assert [axis.get_xlabel() for axis in figure.axes] == ["y", "x"]  # along each line
+    predicted, reference = figure.axes[1].get_lines()
+    assert np.allclose(reference.get_xdata(), np.linspace(0, 1, 9))  # sorted along x
+    assert np.allclose(reference.get_ydata(), 3 * (np.linspace(0, 1, 9) + 0.5))
+    assert np.allclose(predicted.get_ydata(), reference.get_ydata() + 0.01)
 
 
 @pytest.mark.parametrize("with_exact", [True, False])

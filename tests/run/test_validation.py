@@ -183,3 +183,64 @@ def test_reference_data_is_read_once():
     assert problem.calls == 1
     assert isinstance(problem.reference_data()[0], torch.Tensor)
     assert np.allclose(problem.reference_data()[1][:, 0].numpy(), problem.values.numpy())
+
+
+class Profiles(Problem):
+    """Reference data for some outputs only, each at its own points (a cavity's centrelines):
+    u on the line x = 0.5 (7 points) and p on the line y = 0.25 (5 points); exact u = x, p = 10y.
+    """
+
+    domain = Box([0.0, 0.0], [1.0, 1.0])
+    outputs = ("u", "v", "p")
+
+    def __init__(self, data=None):
+        self.data = data
+
+    def residual(self, x, u):
+        return u("u")
+
+    def reference(self):
+        if self.data is not None:
+            return self.data
+        line_u = torch.stack([torch.full((7,), 0.5), torch.linspace(0, 1, 7)], dim=1)
+        line_p = torch.stack([torch.linspace(0, 1, 5), torch.full((5,), 0.25)], dim=1)
+        return {"u": (line_u, line_u[:, 0]), "p": (line_p.numpy(), 10 * line_p[:, 1].numpy())}
+
+
+def test_reference_data_for_some_outputs_at_their_own_points():
+    validator = Validator(Profiles())
+    assert validator.points.shape == (12, 2) and not validator.complete
+    # u's values on its 7 points, p's on its 5; v has none, and no output has values elsewhere.
+    known = torch.isfinite(validator.reference)
+    assert known.sum(dim=0).tolist() == [7, 0, 5]
+    assert known[:7, 0].all() and known[7:, 2].all()
+
+    def model(x):  # u off by 0.1 everywhere, v anything, p exact
+        return torch.stack([x[:, 0] + 0.1, torch.full_like(x[:, 0], 7.0), 10 * x[:, 1]], dim=1)
+
+    errors = validator.errors(model)
+    assert errors["max_abs_error_u"] == pytest.approx(0.1, rel=1e-12)
+    assert errors["rel_l2_u"] == pytest.approx(0.1 / 0.5, rel=1e-12)  # u = 0.5 on its line
+    assert errors["rel_l2_p"] == 0.0 and errors["max_abs_error_p"] == 0.0
+    assert "rel_l2_v" not in errors  # v is not measured: the 7.0 above counts nowhere
+    # Over the known values together: ||0.1 (7 times)|| / ||(0.5 x7, 2.5 x5)||.
+    expected = math.sqrt(7 * 0.01) / math.sqrt(7 * 0.25 + 5 * 2.5**2)
+    assert errors["rel_l2"] == pytest.approx(expected, rel=1e-12)
+    assert errors["max_abs_error"] == pytest.approx(0.1, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"w": (torch.zeros(3, 2), torch.zeros(3))}, r"keyed by output name.*\['u', 'v', 'p'\]"),
+        ({}, "keyed by output name"),
+        ({"u": torch.zeros(3, 2)}, r"\['u'\] must be \(points, values\)"),
+        ({"u": (torch.zeros(3, 2), torch.zeros(3, 1))}, r"\['u'\]: values must be \(3,\)"),
+        ({"u": (torch.zeros(3, 1), torch.zeros(3))}, r"points must be \(M, 2\)"),
+        ({"u": (torch.zeros(3, 2), torch.full((3,), math.inf))}, "finite"),
+        ((torch.zeros(3, 2), torch.zeros(3)), r"\(3, 3\).*for some outputs only.*\{'u':"),
+    ],
+)
+def test_bad_reference_data_per_output_is_refused(data, message):
+    with pytest.raises(ConfigError, match=message):
+        Validator(Profiles(data))

@@ -2,7 +2,8 @@
 the Jacobian equals a reverse pass of every row (torch's batched `autograd.grad`, jacrev's
 vmap over cotangents) to 1e-10 on the Taylor and autograd engines, for a hard-constrained
 Poisson, Kovasznay (three outputs, three equations, three conditions), an inverse problem
-(the unknown's column) and a periodic condition (a second field at other points)."""
+(the unknown's column), a periodic condition (a second field at other points) and derivatives
+of order 3 and 4 (KdV-like)."""
 
 import math
 
@@ -32,6 +33,13 @@ class PeriodicHeat(Problem):
 
     def residual(self, x, u):
         return u.d("t") - u.d2("x")
+
+
+class Dispersive(PeriodicHeat):
+    """KdV-like, with a third derivative in x and a fourth in t (the univariate Taylor pass)."""
+
+    def residual(self, x, u):
+        return u.d("t") + u() * u.d("x") + 0.1 * u.d("x", order=3) + 0.01 * u.d("t", order=4)
 
 
 def make(problem, engine, generator, width=8, n_interior=40, n_boundary=32):
@@ -76,6 +84,7 @@ CASES = [
     (Kovasznay, {"u_boundary": 10.0, "p_outlet": 3.0}),
     (InversePoisson, {"data": 5.0}),
     (PeriodicHeat, {"periodic": 2.0}),
+    (Dispersive, {"periodic": 2.0}),
 ]
 
 
@@ -132,3 +141,26 @@ def test_a_residual_differentiating_an_expression_is_refused(generator):
     model, batch, engine = make(problem, "autograd", generator)
     with pytest.raises(ConfigError, match="product rule"):
         ResidualRows(problem, model, engine)(batch, jacobian=True)
+
+
+def test_high_orders_through_an_operation_without_their_rule_take_the_autograd_jacobian(
+    generator,
+):
+    class Squashed(torch.nn.Module):  # atan has Taylor rules to order 2 only
+        def __init__(self, network):
+            super().__init__()
+            self.network = network
+
+        def forward(self, x):
+            return torch.atan(self.network(x))
+
+    problem = Dispersive()
+    network, batch, _ = make(problem, "taylor", generator)
+    model = Squashed(network)
+    engine = Engine("taylor", model, probe=batch.interior[:2], announce=False)
+    rows_of = ResidualRows(problem, model, engine, {}, chunk=50)
+    rows_of(batch)
+    rows = rows_of(batch, jacobian=True)
+    expected_rows, expected = reverse_of_every_row(problem, model, batch, engine, {})
+    assert torch.allclose(rows.values, expected_rows, rtol=0, atol=1e-12)
+    assert (rows.jacobian - expected).abs().max().item() <= 1e-10

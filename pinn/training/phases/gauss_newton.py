@@ -104,15 +104,22 @@ class GaussNewtonPhase(Phase):
         if saved is not None:  # mu, the next refusal's factor, the recent losses
             optimizer.load_state_dict(saved["optimizer"])
         self.optimizer = optimizer
-        rows_of = ResidualRows(parts.loss.problem, state.model, state.engine, self._weights(state))
+        causal = state.causal  # the PDE rows causally weighted (pinn.problem.causal), or None
+        rows_of = ResidualRows(
+            parts.loss.problem, state.model, state.engine, self._weights(state), causal=causal
+        )
 
         def evaluate(jacobian: bool):
             rows = rows_of(state.batch, jacobian)
-            return rows.values, rows.jacobian, rows.terms
+            # The causal weights travel with the terms: the line search keeps the best try's.
+            return rows.values, rows.jacobian, (rows.terms, causal and causal.seen())
 
         last = {}
 
-        def on_iteration(loss: torch.Tensor, terms: dict[str, torch.Tensor]) -> None:
+        def on_iteration(loss: torch.Tensor, info: tuple) -> None:
+            terms, seen = info
+            if causal is not None:
+                causal.show(seen)
             terms, loss = state.world.average_loss(terms, loss)  # terms are this process's
             parts.watch.require_finite(terms, loss, state.step, self.name)
             parts.recorder.advance()

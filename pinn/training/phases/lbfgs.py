@@ -73,20 +73,26 @@ class LBFGSPhase(Phase):
         if saved is not None:  # directions, step sizes, last gradient, ...
             optimizer.load_state_dict(saved["optimizer"])
         self.optimizer = optimizer
+        causal = state.causal  # the PDE terms causally weighted (pinn.problem.causal), or None
 
-        def closure() -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        def closure() -> tuple[torch.Tensor, tuple]:
             optimizer.zero_grad()
             terms, loss = parts.loss(state.batch)
             loss.backward()
             terms, loss = parts.loss.reduce(terms, loss, gradients=True)
             parts.watch.require_finite(terms, loss, state.step, self.name)
-            return loss, {name: value.detach() for name, value in terms.items()}
+            # The causal weights travel with the terms: the line search may take an earlier try.
+            detached = {name: value.detach() for name, value in terms.items()}
+            return loss, (detached, causal and causal.seen())
 
         last = {}
 
-        def on_iteration(loss: torch.Tensor, terms: dict[str, torch.Tensor]) -> None:
+        def on_iteration(loss: torch.Tensor, info: tuple) -> None:
             # The model is at this iteration's parameters and `loss` is theirs (no extra
             # evaluation: see LBFGS.iterate).
+            terms, seen = info
+            if causal is not None:
+                causal.show(seen)
             parts.recorder.advance()
             step = state.step
             parts.row(step, self.name, terms, loss, validate=step % log_every == 0)

@@ -1,0 +1,109 @@
+"""Lid-driven cavity: steady incompressible Navier-Stokes in the unit square.
+
+u u_x + v u_y + p_x - (u_xx + u_yy) / Re = 0
+u v_x + v v_y + p_y - (v_xx + v_yy) / Re = 0
+u_x + v_y = 0                                    on [0, 1]², Re = 100 (`reynolds`)
+u = 1, v = 0 on the lid y = 1; u = v = 0 on the other three walls (no slip)
+
+No closed form. The reference is the published table of Ghia, Ghia & Shin (1982), "High-Re
+solutions for incompressible flow using the Navier-Stokes equations and a multigrid method",
+J. Comput. Phys. 48, 387-411, Tables I and II (Re = 100): u on the vertical centreline x = 0.5
+and v on the horizontal centreline y = 0.5, 17 points each (a 129 x 129 multigrid solution).
+Nothing is given of p (defined up to a constant anyway), so the reference names u and v only.
+"""
+
+import numpy as np
+import torch
+
+from pinn import Box, ConfigError, Dirichlet, Field, Problem
+from pinn.problems.navier_stokes import steady_residuals
+
+# Ghia et al. 1982, Table I, Re = 100: (y, u(0.5, y)).
+GHIA_U = np.array(
+    [
+        [1.0000, 1.00000],
+        [0.9766, 0.84123],
+        [0.9688, 0.78871],
+        [0.9609, 0.73722],
+        [0.9531, 0.68717],
+        [0.8516, 0.23151],
+        [0.7344, 0.00332],
+        [0.6172, -0.13641],
+        [0.5000, -0.20581],
+        [0.4531, -0.21090],
+        [0.2813, -0.15662],
+        [0.1719, -0.10150],
+        [0.1016, -0.06434],
+        [0.0703, -0.04775],
+        [0.0625, -0.04192],
+        [0.0547, -0.03717],
+        [0.0000, 0.00000],
+    ]
+)
+# Ghia et al. 1982, Table II, Re = 100: (x, v(x, 0.5)).
+GHIA_V = np.array(
+    [
+        [1.0000, 0.00000],
+        [0.9688, -0.05906],
+        [0.9609, -0.07391],
+        [0.9531, -0.08864],
+        [0.9453, -0.10313],
+        [0.9063, -0.16914],
+        [0.8594, -0.22445],
+        [0.8047, -0.24533],
+        [0.5000, 0.05454],
+        [0.2344, 0.17527],
+        [0.2266, 0.17507],
+        [0.1563, 0.16077],
+        [0.0938, 0.12317],
+        [0.0781, 0.10890],
+        [0.0703, 0.10091],
+        [0.0625, 0.09233],
+        [0.0000, 0.00000],
+    ]
+)
+TABLED_REYNOLDS = 100.0
+
+
+class Cavity(Problem):
+    """Steady Navier-Stokes for (u, v, p) in the unit square, the lid y = 1 moving at u = 1."""
+
+    domain = Box([0.0, 0.0], [1.0, 1.0])
+    outputs = ("u", "v", "p")
+
+    def __init__(self, reynolds: float = 100.0):
+        if not reynolds > 0:
+            raise ConfigError(f"problem.params.reynolds must be > 0, got {reynolds!r}")
+        self.reynolds = float(reynolds)
+        walls = ["x_min", "x_max", "y_min"]
+        self.conditions = [
+            Dirichlet(on="y_max", value=1.0, out="u", name="lid_u"),
+            Dirichlet(on="y_max", value=0.0, out="v", name="lid_v"),
+            Dirichlet(on=walls, value=0.0, out="u", name="wall_u"),
+            Dirichlet(on=walls, value=0.0, out="v", name="wall_v"),
+        ]
+
+    def residual(self, x: torch.Tensor, u: Field) -> dict[str, torch.Tensor]:
+        return steady_residuals(u, viscosity=1 / self.reynolds)
+
+    @property
+    def has_reference(self) -> bool:
+        """Ghia's table is for Re = 100: other Reynolds numbers run without a reference."""
+        return self.reynolds == TABLED_REYNOLDS
+
+    def reference(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """u on the vertical centreline and v on the horizontal one (Ghia et al. 1982)."""
+        y, u = GHIA_U.T
+        x, v = GHIA_V.T
+        vertical = np.stack([np.full_like(y, 0.5), y], axis=1)
+        horizontal = np.stack([x, np.full_like(x, 0.5)], axis=1)
+        return {"u": (vertical, u), "v": (horizontal, v)}
+
+    def quantities(self, q) -> dict[str, torch.Tensor]:
+        """The centreline extremes Ghia's tables show: min u on x = 0.5, min and max v on
+        y = 0.5 (on 201 points of each line)."""
+        line = torch.linspace(0, 1, 201, dtype=torch.float64)
+        centre = torch.full_like(line, 0.5)
+        u = q.values(torch.stack([centre, line], dim=1), "u")
+        v = q.values(torch.stack([line, centre], dim=1), "v")
+        return {"u_min": u.min(), "v_min": v.min(), "v_max": v.max()}
