@@ -12,12 +12,12 @@ NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 SMALL = "ADAM_STEPS = 100\nLBFGS_STEPS = 50\nN_INTERIOR = 256\nN_BOUNDARY = 64\n"
 
 
-def execute(name: str, tmp_path: Path) -> tuple[str, int]:
-    """Run the notebook with SMALL parameters; returns its printed text and its image count."""
+def execute(name: str, tmp_path: Path, small: str = SMALL) -> tuple[str, int]:
+    """Run the notebook with `small` parameters; returns its printed text and its image count."""
     notebook = nbformat.read(NOTEBOOKS / name, as_version=4)
     parameters = [c for c in notebook.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(parameters) == 1
-    parameters[0].source = SMALL
+    parameters[0].source = small
     client = NotebookClient(
         notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": tmp_path}}
     )
@@ -46,3 +46,21 @@ def test_geometry_notebook_trains_on_a_plate_with_a_hole(tmp_path):
     assert abs(float(area.group(1)) - float(area.group(2))) < 2e-3
     assert rel_l2(text) < 0.2  # 150 steps on 256 points: learning, far from converged
     assert images == 2  # the points with their normals, and the solution
+
+
+def test_hard_pdes_compares_allen_cahn_variants_side_by_side(tmp_path):
+    small = "ADAM_STEPS = 60\nN_INTERIOR = 256\nN_BOUNDARY = 96\n"
+    text, images = execute("hard_pdes.ipynb", tmp_path, small)
+    errors = {
+        name: float(value)
+        for name, value in re.findall(r"^(.+): rel_l2 ([0-9.e+-]+) after 60 steps$", text, re.M)
+    }
+    assert list(errors) == [
+        "plain (soft periodic term)",
+        "periodic embedding",
+        "periodic embedding + causal",
+    ]
+    assert all(0 < error < 2 for error in errors.values())  # trained a little, finite
+    weights = [float(w) for w in re.search(r"^\[([0-9., ]+)\]$", text, re.M).group(1).split(",")]
+    assert len(weights) >= 2 and all(0 <= w <= 1 for w in weights)
+    assert images == 1  # the space-time maps side by side
