@@ -99,6 +99,8 @@ class CausalWeighting:
         self.settings = settings
         self.weights: torch.Tensor | None = None
         self.occupied: torch.Tensor | None = None
+        self._factor: torch.Tensor | None = None  # (M,) of the last evaluation
+        self._frozen: tuple[torch.Tensor, ...] | None = None  # (factor, weights, occupied)
 
     def check(self, inputs: Sequence[str]) -> int:
         """The column of the time coordinate among the problem's `inputs`.
@@ -136,11 +138,26 @@ class CausalWeighting:
         if not pde:
             return dict(terms)
         chunk = chunk_index(points[:, column], lower[column], upper[column], self.settings.chunks)
-        stacked = torch.stack([terms[name] for name in pde])  # (E, N)
-        factor, weights, occupied = causal_factors(stacked, chunk, self.settings)
-        self.weights, self.occupied = weights, occupied
+        if self._frozen is not None:
+            factor, weights, occupied = self._frozen
+        else:
+            stacked = torch.stack([terms[name] for name in pde])  # (E, N)
+            factor, weights, occupied = causal_factors(stacked, chunk, self.settings)
+        self.weights, self.occupied, self._factor = weights, occupied, factor
         scale = factor.sqrt()[chunk]  # (N,)
         return {name: value * scale if is_pde(name) else value for name, value in terms.items()}
+
+    def freeze(self) -> None:
+        """Weight every later evaluation as the last one was, until `thaw`: a line search's
+        trial points must be measured by one fixed loss, or a step that fits the early times
+        would count as a worse one (the later chunks' weights rise with it). The points must
+        stay those of the last evaluation."""
+        if self._factor is not None:
+            self._frozen = (self._factor, self.weights, self.occupied)
+
+    def thaw(self) -> None:
+        """Compute the weights from each evaluation's residual again (the default)."""
+        self._frozen = None
 
     def seen(self) -> tuple[torch.Tensor | None, torch.Tensor | None]:
         """(weights, occupied) of the last evaluation: what an optimiser that evaluates several

@@ -110,7 +110,13 @@ class GaussNewtonPhase(Phase):
         )
 
         def evaluate(jacobian: bool):
+            # Causal weights: fresh at each iterate (the Jacobian's evaluation), then fixed for
+            # the trial steps from it, so that the line search compares one loss.
+            if causal is not None and jacobian:
+                causal.thaw()
             rows = rows_of(state.batch, jacobian)
+            if causal is not None and jacobian:
+                causal.freeze()
             # The causal weights travel with the terms: the line search keeps the best try's.
             return rows.values, rows.jacobian, (rows.terms, causal and causal.seen())
 
@@ -127,12 +133,16 @@ class GaussNewtonPhase(Phase):
             parts.row(step, self.name, terms, loss, validate=step % log_every == 0)
             last["loss"] = loss
 
-        self.run_chunks(
-            state,
-            parts,
-            lambda n: optimizer.iterate(evaluate, n, on_iteration, parts.interrupts.requested),
-            last,
-        )
+        try:
+            self.run_chunks(
+                state,
+                parts,
+                lambda n: optimizer.iterate(evaluate, n, on_iteration, parts.interrupts.requested),
+                last,
+            )
+        finally:
+            if causal is not None:
+                causal.thaw()  # every later loss computes its own weights
 
     @staticmethod
     def _weights(state: RunState) -> dict[str, float]:
