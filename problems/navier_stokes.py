@@ -1,5 +1,5 @@
 """The steady incompressible Navier-Stokes equations in two dimensions, for the flow problems
-(kovasznay, cavity): velocity (u, v) and pressure p, density 1, kinematic viscosity ν.
+(kovasznay, cavity, cylinder): velocity (u, v) and pressure p, density 1, kinematic viscosity ν.
 
 u u_x + v u_y + p_x - ν (u_xx + u_yy) = 0
 u v_x + v v_y + p_y - ν (v_xx + v_yy) = 0

@@ -254,6 +254,12 @@ class Domain:
             return self.from_unit(unit_cube(n, self.unit_dim, generator, method))
         return self._rejection(n, generator, method)
 
+    def interior_weights(self, x: Tensor) -> Tensor:
+        """(n,) weights w with Σ w f(x) ≈ ∫ f over the domain, for n points x drawn by
+        `interior_float64`: volume / n each (uniform points); a shape that draws with
+        another density overrides it."""
+        return torch.full((x.shape[0],), self.volume / x.shape[0], dtype=x.dtype, device=x.device)
+
     def sample_boundary(
         self,
         n: int,

@@ -65,6 +65,10 @@ class SpaceTime(Domain):
     def from_unit(self, unit: Tensor) -> Tensor:
         return torch.cat([self.space.from_unit(unit[:, :-1]), self._times(unit[:, -1:])], dim=1)
 
+    def interior_weights(self, x: Tensor) -> Tensor:
+        # times are uniform: the space's weights (its own density) times the duration
+        return self.space.interior_weights(x[:, :-1]) * self.duration
+
     def _times(self, unit: Tensor) -> Tensor:
         return self.start + unit * self.duration
 

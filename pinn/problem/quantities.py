@@ -77,7 +77,7 @@ class QuantityTools:
             generator = torch.Generator().manual_seed(0)
             domain = self.problem.domain
             points = domain.sample_interior(n, generator, "sobol", self.dtype, self.device)
-            weights = torch.full((n,), domain.volume / n, dtype=self.dtype, device=self.device)
+            weights = domain.interior_weights(points)
             self._points[key] = (points, weights)
         points, weights = self._points[key]
         u = self.field(points)

@@ -2,6 +2,7 @@
 
     exponential  lr * lr_decay ** (t / steps)                                (the default)
     cosine       lr * (lr_decay + (1 - lr_decay) * (1 + cos(pi * t / steps)) / 2)
+    linear       lr * (lr_decay + (1 - lr_decay) * (1 - t / steps))
     constant     lr
 
 Each is a torch LR scheduler, so its state goes into a checkpoint with `state_dict()`.
@@ -15,7 +16,7 @@ import torch
 
 from pinn.errors import ConfigError
 
-SCHEDULES = ("exponential", "cosine", "constant")
+SCHEDULES = ("exponential", "cosine", "linear", "constant")
 
 
 def check_schedule(name: object) -> None:
@@ -37,6 +38,11 @@ def adam_schedule(
 
         def factor(step: int) -> float:
             return lr_decay + (1 - lr_decay) * (1 + math.cos(math.pi * step / steps)) / 2
+
+    elif name == "linear":
+
+        def factor(step: int) -> float:
+            return lr_decay + (1 - lr_decay) * (1 - step / steps)
 
     else:
 

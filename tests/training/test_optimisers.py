@@ -30,6 +30,14 @@ def test_cosine_schedule_follows_its_formula():
     assert rates[0][1] == 1e-2 and rates[10][1] == pytest.approx(1e-2 * 0.525, rel=1e-12)
 
 
+def test_linear_schedule_falls_in_a_straight_line():
+    rates = adam_rates(steps=20, lr=1e-2, lr_decay=1e-6, schedule="linear")
+    assert len(rates) == 20
+    for step, lr in rates:
+        assert lr == pytest.approx(1e-2 * (1e-6 + (1 - 1e-6) * (1 - step / 20)), rel=1e-12), step
+    assert rates[10][1] == pytest.approx(1e-2 * (0.5 + 0.5e-6), rel=1e-12)
+
+
 def test_constant_schedule_stays_constant_and_exponential_is_the_default():
     assert {lr for _, lr in adam_rates(steps=10, lr=3e-3, schedule="constant")} == {3e-3}
     for step, lr in adam_rates(steps=10, lr=3e-3, lr_decay=0.1):
@@ -38,9 +46,9 @@ def test_constant_schedule_stays_constant_and_exponential_is_the_default():
 
 
 def test_bad_schedule_and_tolerance_are_refused():
-    allowed = "choose one of exponential, cosine, constant"
-    with pytest.raises(ConfigError, match=f"trainer.adam.schedule='linear' is unknown; {allowed}"):
-        TrainSettings(adam={"schedule": "linear"})
+    allowed = "choose one of exponential, cosine, linear, constant"
+    with pytest.raises(ConfigError, match=f"trainer.adam.schedule='step' is unknown; {allowed}"):
+        TrainSettings(adam={"schedule": "step"})
     for tolerance in (-1e-3, 1.0, math.nan, "small"):
         with pytest.raises(ConfigError, match="trainer.lbfgs.tolerance"):
             TrainSettings(lbfgs={"tolerance": tolerance})

@@ -1,0 +1,111 @@
+"""Flow past a cylinder in a channel: Schäfer & Turek's steady benchmark 2D-1 (Re = 20).
+
+u u_x + v u_y + p_x - ν (u_xx + u_yy) = 0
+u v_x + v v_y + p_y - ν (v_xx + v_yy) = 0
+u_x + v_y = 0               in [0, 2.2] x [0, 0.41] minus the disk |(x, y) - (0.2, 0.2)| < 0.05
+u = 4 U_m y (H - y) / H², v = 0   on the inlet x = 0 (H = 0.41, U_m = 0.3)
+u = v = 0                   on the walls y = 0, y = H and on the cylinder (no slip)
+p = 0                       on the outlet x = 2.2
+ν = 1e-3, density 1: mean inflow Ū = 2 U_m / 3 = 0.2, diameter D = 0.1, Re = Ū D / ν = 20.
+
+The benchmark's outlet is "do nothing" (ν ∂u/∂n - p n = 0); fixing p = 0 there instead changes
+the pressure by a constant (invisible to the forces and to Δp) and the velocity by ν u_x at the
+outlet, where the flow is a fully developed parabola (u_x ≈ 0).
+
+Every condition is held exactly (no boundary loss): u = g + φ N_u, v = φ N_v, p = (2.2 - x) N_p,
+φ the domain's distance to the inlet, the walls and the cylinder, g the inflow profile faded out
+near the cylinder (g = profile(y) · φ_c / (φ_c + 0.1 x), φ_c the cylinder's level function).
+
+Reference: the benchmark's values (Schäfer & Turek 1996, "Benchmark computations of laminar flow
+around a cylinder", Notes Numer. Fluid Mech. 52, 547-566, Table 4 for test 2D-1): drag
+coefficient C_D = 5.5795, lift coefficient C_L = 0.0106 (the midpoints of their bounds
+5.57-5.59 and 0.0104-0.0110), pressure difference Δp = p(0.15, 0.2) - p(0.25, 0.2) = 0.1175
+(bounds 0.1172-0.1176). C_D = 2 F_x / (Ū² D), C_L = 2 F_y / (Ū² D), F the force of the fluid
+on the cylinder: F = ∮ σ n_body ds, σ = -p I + ν (∇u + ∇uᵀ). No field reference exists: a run
+reports these quantities (metrics.json "quantities", "quantity_errors") and no rel_l2.
+"""
+
+import torch
+
+from pinn import Box, ConfigError, Disk, Field, Problem
+from pinn.problems.navier_stokes import steady_residuals
+
+LENGTH, HEIGHT = 2.2, 0.41
+CENTRE, RADIUS = (0.2, 0.2), 0.05
+# The two points of the benchmark's pressure difference: the cylinder's front and back.
+FRONT, BACK = (0.15, 0.2), (0.25, 0.2)
+# The inflow profile's fade towards the cylinder: g = profile · φ_c / (φ_c + FADE x) falls from
+# the profile to 0 over φ_c ~ FADE x, about 0.02 at the cylinder (D / sqrt(Re) = 0.022).
+FADE = 0.1
+
+
+class Cylinder(Problem):
+    """Steady Navier-Stokes for (u, v, p) in a channel past a cylinder (benchmark 2D-1).
+
+    Args:
+        peak_inflow: U_m, the inflow's centreline speed (0.3 in 2D-1).
+        viscosity: ν (1e-3 in 2D-1).
+    """
+
+    outputs = ("u", "v", "p")
+    quantity_reference = {"drag": 5.5795, "lift": 0.0106, "pressure_drop": 0.1175}
+
+    def __init__(self, peak_inflow: float = 0.3, viscosity: float = 1e-3):
+        for key, value in (("peak_inflow", peak_inflow), ("viscosity", viscosity)):
+            if not isinstance(value, (int, float)) or not value > 0:
+                raise ConfigError(f"problem.params.{key} must be a number > 0, got {value!r}")
+        self.peak_inflow = float(peak_inflow)
+        self.viscosity = float(viscosity)
+        self.domain = Box([0.0, 0.0], [LENGTH, HEIGHT]) - Disk(CENTRE, RADIUS, name="cylinder")
+        self.conditions = []
+        if (peak_inflow, viscosity) != (0.3, 1e-3):
+            self.quantity_reference = {}  # the benchmark's values are for 2D-1's settings
+
+    @property
+    def mean_inflow(self) -> float:
+        """Ū, the inflow's mean speed: two thirds of the parabola's peak."""
+        return 2 * self.peak_inflow / 3
+
+    def residual(self, x: torch.Tensor, u: Field) -> dict[str, torch.Tensor]:
+        return steady_residuals(u, viscosity=self.viscosity)
+
+    def inflow(self, y: torch.Tensor) -> torch.Tensor:
+        """(N,) the parabolic inflow u(0, y)."""
+        return 4 * self.peak_inflow * y * (HEIGHT - y) / HEIGHT**2
+
+    def hard_constraint(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        around = ((x[:, 0] - CENTRE[0]) ** 2 + (x[:, 1] - CENTRE[1]) ** 2 - RADIUS**2) / (
+            2 * RADIUS
+        )
+        # the inflow carried downstream, faded out within about a boundary layer of the cylinder
+        profile = self.inflow(x[:, 1]) * around / (around + FADE * x[:, 0])
+        # the distance scaled to about 1 mid-channel, so the network's outputs stay O(u)
+        no_slip = self.domain.distance(x, on=["x_min", "y_min", "y_max", "cylinder"]) / 0.1
+        outlet = (LENGTH - x[:, 0]) / LENGTH
+        zero = torch.zeros_like(profile)
+        return (
+            torch.stack([profile, zero, zero], dim=1),
+            torch.stack([no_slip, no_slip, outlet], dim=1),
+        )
+
+    def quantities(self, q) -> dict[str, torch.Tensor]:
+        """Drag and lift coefficients on the cylinder and the pressure drop across it."""
+
+        def force(component: int):
+            def integrand(x, u, normals):
+                # the domain's normals point into the cylinder: the body's are their negatives
+                n_x, n_y = -normals[:, 0], -normals[:, 1]
+                shear = u.d("y", "u") + u.d("x", "v")
+                stress_x = -u("p") * n_x + self.viscosity * (2 * u.d("x", "u") * n_x + shear * n_y)
+                stress_y = -u("p") * n_y + self.viscosity * (shear * n_x + 2 * u.d("y", "v") * n_y)
+                return (stress_x, stress_y)[component]
+
+            return q.boundary_integral(integrand, on="cylinder")
+
+        scale = 2 / (self.mean_inflow**2 * 2 * RADIUS)
+        pressure = q.values([FRONT, BACK], "p")
+        return {
+            "drag": scale * force(0),
+            "lift": scale * force(1),
+            "pressure_drop": pressure[0] - pressure[1],
+        }
