@@ -7,6 +7,12 @@ The high-dimensional test of Hu et al. (2023) and Shi et al. (2024, STDE): each 
 two neighbouring coordinates, so u is no sum of one-dimensional functions, and its Laplacian
 (the forcing f) has every term of the product rule. Meant for `laplacian.method=stochastic`:
 the exact Laplacian costs d second-order directions per point, the estimate `samples`.
+
+Points fall as in STDE's code (sail-sg/stde, `PoissonTwobody`): the radius uniform in [0, 1] and
+the direction uniform, for training and validation alike (`radial="radius"`). Uniform in volume
+instead, nearly every point would lie within a few 1/d of the sphere. The relative error
+depends on the draw of the c_i: the solution is mostly (1 - |x|²) sin(1) Σ c_i, whose size
+varies from draw to draw (README, "High dimensions").
 """
 
 import torch

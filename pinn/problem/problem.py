@@ -97,8 +97,8 @@ class Problem:
         `q` (`pinn.problem.quantities.QuantityTools`) gives `q.integral(f)` over the domain,
         `q.boundary_integral(f, on=part)`, `q.values(points, out)` and `q.field(points)`;
         return {name: number or 1-d tensor}. They are reported in metrics.json ("quantities",
-        with "quantity_errors" against `quantity_reference`) and, the numbers, in each history
-        row that has rel_l2.
+        with "quantity_errors" against `quantity_reference`) and, the numbers, in each validated
+        history row (every `trainer.log_every` steps).
         """
         return None
 
