@@ -67,5 +67,6 @@ def test_the_benchmark_values_only_stand_for_its_settings():
     benchmark = {"drag": 5.5795, "lift": 0.0106, "pressure_drop": 0.1175}
     assert Cylinder().quantity_reference == benchmark
     assert Cylinder(peak_inflow=1.5).quantity_reference == {}
-    with pytest.raises(ConfigError, match="problem.params.viscosity must be a number > 0"):
-        Cylinder(viscosity=0)
+    for bad in (0, True, math.inf):
+        with pytest.raises(ConfigError, match="problem.params.viscosity must be a number > 0"):
+            Cylinder(viscosity=bad)
