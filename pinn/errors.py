@@ -74,6 +74,12 @@ def require_int(key: str, value: object, minimum: int) -> None:
         raise ConfigError(f"{key} must be a whole number >= {minimum}, got {value!r}")
 
 
+def require_positive(key: str, value: object) -> None:
+    """Refuse `value` unless it is a finite number > 0 (not a bool), naming the config `key`."""
+    if not (is_finite_number(value) and value > 0):
+        raise ConfigError(f"{key} must be a number > 0, got {value!r}")
+
+
 def validating() -> bool:
     """Whether checks that read tensor values should run: always, except while `torch.compile`
     traces a training step (there they would split the graph; the eager first step of every

@@ -28,8 +28,8 @@ import math
 import numpy as np
 import torch
 
-from pinn import Box, ConfigError, Field, Problem
-from pinn.errors import is_finite_number
+from pinn import Box, Field, Problem
+from pinn.errors import require_positive
 from pinn.problems.navier_stokes import steady_residuals
 
 # Ghia et al. 1982, Table I, Re = 100: (y, u(0.5, y)).
@@ -88,9 +88,8 @@ class Cavity(Problem):
     outputs = ("u", "v", "p")
 
     def __init__(self, reynolds: float = 100.0, lid_sharpness: float = LID_SHARPNESS):
-        for key, value in {"reynolds": reynolds, "lid_sharpness": lid_sharpness}.items():
-            if not (is_finite_number(value) and value > 0):
-                raise ConfigError(f"problem.params.{key} must be a number > 0, got {value!r}")
+        require_positive("problem.params.reynolds", reynolds)
+        require_positive("problem.params.lid_sharpness", lid_sharpness)
         self.reynolds = float(reynolds)
         self.lid_sharpness = float(lid_sharpness)
         self.conditions = []  # every wall condition is exact (hard_constraint)

@@ -27,8 +27,8 @@ reports these quantities (metrics.json "quantities", "quantity_errors") and no r
 
 import torch
 
-from pinn import Box, ConfigError, Disk, Field, Problem
-from pinn.errors import is_finite_number
+from pinn import Box, Disk, Field, Problem
+from pinn.errors import require_positive
 from pinn.problems.navier_stokes import steady_residuals
 
 LENGTH, HEIGHT = 2.2, 0.41
@@ -63,8 +63,7 @@ class Cylinder(Problem):
     ):
         settings = {"peak_inflow": peak_inflow, "viscosity": viscosity}
         for key, value in settings.items():
-            if not (is_finite_number(value) and value > 0):
-                raise ConfigError(f"problem.params.{key} must be a number > 0, got {value!r}")
+            require_positive(f"problem.params.{key}", value)
         self.peak_inflow = float(peak_inflow)
         self.viscosity = float(viscosity)
         self.cylinder = Disk(CENTRE, RADIUS, name="cylinder")

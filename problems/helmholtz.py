@@ -9,8 +9,8 @@ from math import pi
 
 import torch
 
-from pinn import Box, ConfigError, Field, Problem
-from pinn.errors import is_finite_number
+from pinn import Box, Field, Problem
+from pinn.errors import require_positive
 
 
 class Helmholtz(Problem):
@@ -23,8 +23,7 @@ class Helmholtz(Problem):
     domain = Box([0.0, 0.0], [1.0, 1.0])
 
     def __init__(self, periods: float = 2):
-        if not (is_finite_number(periods) and periods > 0):
-            raise ConfigError(f"problem.params.periods must be a number > 0, got {periods!r}")
+        require_positive("problem.params.periods", periods)
         self.k0 = 2 * pi * periods
 
     def residual(self, x: torch.Tensor, u: Field) -> torch.Tensor:
