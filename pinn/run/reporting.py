@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import os
 import sys
+import time
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -18,12 +19,21 @@ from omegaconf.errors import OmegaConfBaseException
 from pinn.run.schema import explain
 from pinn.training.distributed import launched
 
+# How long another rank waits before it exits: torchrun stops every worker when the first one
+# fails, and a rank that exited before rank 0 printed would silence the only report.
+OTHER_RANK_GRACE_S = 10.0
+
 
 def report(message: str) -> NoReturn:
-    """Print `message` as pinn's one-line error (on rank 0 only) and exit with status 1."""
+    """Print `message` as pinn's one-line error (on rank 0 only) and exit with status 1.
+
+    Under torchrun the other ranks wait up to OTHER_RANK_GRACE_S first: rank 0's exit ends them
+    sooner (torchrun stops the group), after its line is out."""
     place = launched()
     if place is None or place[0] == 0:
         print(f"pinn: error: {message}", file=sys.stderr)
+    else:
+        time.sleep(OTHER_RANK_GRACE_S)
     sys.exit(1)
 
 

@@ -49,11 +49,11 @@ def test_geometry_notebook_trains_on_a_plate_with_a_hole(tmp_path):
 
 
 def test_hard_pdes_compares_allen_cahn_variants_side_by_side(tmp_path):
-    small = "ADAM_STEPS = 60\nN_INTERIOR = 256\nN_BOUNDARY = 96\n"
+    small = "ADAM_STEPS = 20\nN_INTERIOR = 128\nN_BOUNDARY = 48\n"
     text, images = execute("hard_pdes.ipynb", tmp_path, small)
     errors = {
         name: float(value)
-        for name, value in re.findall(r"^(.+): rel_l2 ([0-9.e+-]+) after 60 steps$", text, re.M)
+        for name, value in re.findall(r"^(.+): rel_l2 ([0-9.e+-]+) after 20 steps$", text, re.M)
     }
     assert list(errors) == [
         "plain (soft periodic term)",

@@ -329,7 +329,10 @@ def test_a_corrupt_checkpoint_is_refused_and_left_alone(tmp_path):
     assert not (tmp_path / "new" / "checkpoint.pt").exists()
 
 
-def test_foreign_checkpoints_and_changed_configs_are_refused(uninterrupted, tmp_path):
+def test_foreign_checkpoints_and_changed_configs_are_refused(tmp_path):
+    short = [*RUN, "trainer.adam.steps=10", "trainer.lbfgs.steps=2"]
+    uninterrupted = tmp_path / "uninterrupted"
+    train(compose_config(short), uninterrupted)
     foreign = tmp_path / "foreign"
     foreign.mkdir()
     torch.save({"weights": torch.zeros(2)}, foreign / "checkpoint.pt")
@@ -345,7 +348,7 @@ def test_foreign_checkpoints_and_changed_configs_are_refused(uninterrupted, tmp_
     ]
     before = snapshot(uninterrupted)
     for resumed, overrides, error, message in cases:
-        cfg = compose_config([*RUN, *overrides, f"resume={resumed}"])
+        cfg = compose_config([*short, *overrides, f"resume={resumed}"])
         with pytest.raises(error, match=message):
             train(cfg, tmp_path / "new")
     assert not (tmp_path / "new").exists()
