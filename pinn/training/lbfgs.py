@@ -104,6 +104,10 @@ class LBFGS:
         self.memory = [(s.clone(), y.clone()) for s, y in state["memory"]]
         self.recent = list(state["recent"])
 
+    def forget_plateau(self) -> None:
+        """Start the plateau window afresh: the loss changed (new points), not by a step."""
+        self.recent = []
+
     def zero_grad(self) -> None:
         for p in self.params:
             p.grad = None

@@ -160,6 +160,39 @@ def test_adaptive_weights_and_refinement_resume_exactly(method, written_checkpoi
         assert same_rows(resumed.history) == same_rows(result.history), where
 
 
+LBFGS_REDRAWS = TrainSettings(
+    adam={"steps": 4},
+    lbfgs={"steps": 20, "resample_every": 6, "stall_window": 0},
+    log_every=4,
+    checkpoint_every=1,
+    progress=False,
+)
+
+
+def test_lbfgs_redraws_its_points_and_resumes_exactly_across_a_redraw(
+    monkeypatch, written_checkpoints
+):
+    """trainer.lbfgs.resample_every: fresh points after iterations 6, 12 and 18 of L-BFGS
+    (chunks end there), and a run resumed from any of its checkpoints, one taken at a redraw's
+    iteration among them, ends bit for bit as the uninterrupted one."""
+    draws = []
+    draw = PointSampler.draw
+    monkeypatch.setattr(PointSampler, "draw", lambda self: draws.append(1) or draw(self))
+    model, result = tiny_fit(LBFGS_REDRAWS, checkpoint_path="unused.pt")
+    assert result.steps == 24 and len(draws) == 1 + 3  # the first batch, then three redraws
+    written = list(written_checkpoints)
+    steps = [torch.load(io.BytesIO(data), weights_only=True)["step"] for data in written]
+    assert 4 + 6 in steps and 4 + 12 in steps  # checkpoints at redraws, before their points
+    for data in written[1:-1]:
+        state = torch.load(io.BytesIO(data), weights_only=True)
+        resumed_model, resumed = tiny_fit(
+            LBFGS_REDRAWS, checkpoint_path="unused.pt", resume_from=state
+        )
+        where = f"resumed at step {state['step']} ({state['training']['phase']})"
+        assert torch.equal(flat(resumed_model), flat(model)), where
+        assert same_rows(resumed.history) == same_rows(result.history), where
+
+
 def test_training_draws_nothing_from_the_global_generator(every_checkpoint):
     # Every random number of a run comes from its own seeded generators: resuming needs no
     # global RNG state. (Building the model does consume it, in nn.Linear's default

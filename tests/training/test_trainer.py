@@ -103,6 +103,7 @@ def test_weights_scale_the_terms_and_unknown_names_are_refused():
         ("log_every", 0),
         ("adam.resample_every", 1.5),
         ("lbfgs.history_size", 0),
+        ("lbfgs.resample_every", -1),
     ],
 )
 def test_settings_refuse_nonsense(key, value):

@@ -1,6 +1,6 @@
 """The L-BFGS phase: pinn's L-BFGS (`pinn.training.lbfgs`, strong Wolfe line search) on the
-last points drawn, a history row per iteration, stopping early on a stall, a failed line
-search or the tolerance."""
+last points drawn (or redrawn every `resample_every` iterations), a history row per iteration,
+stopping early on a stall, a failed line search or the tolerance."""
 
 from __future__ import annotations
 
@@ -31,6 +31,10 @@ class LBFGSSettings:
             lowered the loss by less than `stall_decrease` of it: a plateau that would only
             burn the clock (a window of 0 = never).
         history_size: curvature pairs kept (the memory of L-BFGS), >= 1.
+        resample_every: iterations between redraws of the training points (0 = never): fixed
+            points let L-BFGS drive the loss far below the residual between them (overfitting);
+            fresh ones keep it honest. The curvature memory is kept across a redraw (the same
+            PDE), the plateau window starts afresh (the loss jumps with the new points).
     """
 
     steps: int = 1000
@@ -38,9 +42,10 @@ class LBFGSSettings:
     stall_window: int = 100
     stall_decrease: float = 1e-3
     history_size: int = 50
+    resample_every: int = 0
 
     def __post_init__(self) -> None:
-        for key in ("steps", "stall_window"):
+        for key in ("steps", "stall_window", "resample_every"):
             require_int(f"trainer.lbfgs.{key}", getattr(self, key), minimum=0)
         require_int("trainer.lbfgs.history_size", self.history_size, minimum=1)
         for key in ("tolerance", "stall_decrease"):
@@ -98,14 +103,22 @@ class LBFGSPhase(Phase):
             parts.row(step, self.name, terms, loss, validate=step % log_every == 0)
             last["loss"] = loss
 
-        self.run_chunks(
-            state,
-            parts,
-            lambda n: optimizer.iterate(
+        every = settings.resample_every
+
+        def iterate(n: int) -> tuple[int, str | None]:
+            # Redraws fall between chunks, before a chunk's first iteration: a checkpoint taken
+            # at a redraw's iteration holds the points before it, and the resumed run redraws.
+            done = state.step - state.phase_start
+            if every:
+                if done and done % every == 0:
+                    state.batch = state.points.draw()
+                    optimizer.forget_plateau()
+                n = min(n, every - done % every)
+            return optimizer.iterate(
                 closure, n, on_iteration, settings.tolerance, parts.interrupts.requested
-            ),
-            last,
-        )
+            )
+
+        self.run_chunks(state, parts, iterate, last)
 
     def state_dict(self) -> dict[str, Any] | None:
         return None if self.optimizer is None else {"optimizer": self.optimizer.state_dict()}
