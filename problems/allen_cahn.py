@@ -16,7 +16,8 @@ from math import pi
 
 import torch
 
-from pinn import Box, ConfigError, Field, Initial, Problem, SpaceTime
+from pinn import Box, Field, Initial, Problem, SpaceTime
+from pinn.errors import require_positive
 from pinn.problems.periodic_reference import allen_cahn_reference_grid
 
 
@@ -33,8 +34,7 @@ class AllenCahn(Problem):
     conditions = [Initial(value=initial_value)]
 
     def __init__(self, diffusion: float = 1e-4):
-        if not diffusion > 0:
-            raise ConfigError(f"problem.params.diffusion must be > 0, got {diffusion!r}")
+        require_positive("problem.params.diffusion", diffusion)
         self.diffusion = float(diffusion)
 
     def residual(self, x: torch.Tensor, u: Field) -> torch.Tensor:

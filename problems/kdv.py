@@ -14,7 +14,8 @@ from math import pi
 
 import torch
 
-from pinn import Box, ConfigError, Field, Problem, SpaceTime
+from pinn import Box, Field, Problem, SpaceTime
+from pinn.errors import require_positive
 from pinn.problems.periodic_reference import kdv_reference_grid
 
 
@@ -24,8 +25,7 @@ class KdV(Problem):
     domain = SpaceTime(Box([-1.0], [1.0]), 0.0, 1.0)
 
     def __init__(self, mu: float = 0.022):
-        if not mu > 0:
-            raise ConfigError(f"problem.params.mu must be > 0, got {mu!r}")
+        require_positive("problem.params.mu", mu)
         self.mu = float(mu)
 
     def residual(self, x: torch.Tensor, u: Field) -> torch.Tensor:
