@@ -240,6 +240,29 @@ def test_gauss_newton_with_causal_weights_keeps_lowering_its_loss():
     assert losses[-1] < 0.5 * losses[0]
 
 
+def test_lbfgs_holds_the_causal_weights_over_a_chunk_and_keeps_lowering_its_loss():
+    # With weights recomputed at every trial of its line search, L-BFGS stopped after one
+    # iteration on KdV (eps 10): "the line search found no lower loss". Held over each chunk
+    # of log_every iterations, its loss falls within a chunk and the weights move between.
+    problem, model, points = heat_parts()
+    settings = TrainSettings(
+        phases=["adam", "lbfgs"],
+        adam={"steps": 30},
+        lbfgs={"steps": 40, "stall_window": 0},
+        log_every=10,
+        progress=False,
+        causal={"chunks": 8, "tolerance": 10.0},
+    )
+    history = fit(problem, model, settings, points).history
+    rows = [row for row in history if row["phase"] == "lbfgs"]
+    assert len(rows) == 40
+    for chunk in range(4):  # one weighted loss per chunk: it only falls
+        losses = [row["loss"] for row in rows[10 * chunk : 10 * chunk + 10]]
+        assert all(b < a for a, b in zip(losses, losses[1:])), chunk
+        assert len({row[MEAN_WEIGHT] for row in rows[10 * chunk : 10 * chunk + 10]}) == 1
+    assert len({row[MEAN_WEIGHT] for row in rows}) == 4  # recomputed at each chunk
+
+
 def test_the_run_resumes_bit_for_bit_from_its_checkpoints(causal_run):
     model, result, written = causal_run
     states = [torch.load(io.BytesIO(data), weights_only=True) for data in written]

@@ -83,6 +83,8 @@ class LBFGSPhase(Phase):
         def closure() -> tuple[torch.Tensor, tuple]:
             optimizer.zero_grad()
             terms, loss = parts.loss(state.batch)
+            if causal is not None:  # the chunk's first evaluation set the weights: held from here
+                causal.freeze()
             loss.backward()
             terms, loss = parts.loss.reduce(terms, loss, gradients=True)
             parts.watch.require_finite(terms, loss, state.step, self.name)
@@ -114,11 +116,21 @@ class LBFGSPhase(Phase):
                     state.batch = state.points.draw()
                     optimizer.forget_plateau()
                 n = min(n, every - done % every)
+            if causal is not None:
+                # Causal weights are held for a chunk: a line search measuring each trial with
+                # its own weights compares different losses (and fails at once when the
+                # tolerance is large). They are recomputed here, where the loss may jump.
+                causal.thaw()
+                optimizer.forget_plateau()
             return optimizer.iterate(
                 closure, n, on_iteration, settings.tolerance, parts.interrupts.requested
             )
 
-        self.run_chunks(state, parts, iterate, last)
+        try:
+            self.run_chunks(state, parts, iterate, last)
+        finally:
+            if causal is not None:
+                causal.thaw()  # the phases after this one weigh each evaluation afresh
 
     def state_dict(self) -> dict[str, Any] | None:
         return None if self.optimizer is None else {"optimizer": self.optimizer.state_dict()}
