@@ -48,6 +48,7 @@ def test_geometry_notebook_trains_on_a_plate_with_a_hole(tmp_path):
     assert images == 2  # the points with their normals, and the solution
 
 
+@pytest.mark.slow  # three Allen-Cahn trainings side by side (the quickstart runs fast)
 def test_hard_pdes_compares_allen_cahn_variants_side_by_side(tmp_path):
     small = "ADAM_STEPS = 20\nN_INTERIOR = 128\nN_BOUNDARY = 48\n"
     text, images = execute("hard_pdes.ipynb", tmp_path, small)
