@@ -34,9 +34,9 @@ minimise their mean squares, Gauss-Newton takes them as rows): point p's residua
 evaluation (Adam), or held while an optimiser compares trial points (`freeze`): Gauss-Newton over
 each line search, L-BFGS over each chunk of `trainer.log_every` iterations. Either way they are
 a function of the parameters and points where they are recomputed, so they hold no state: a
-checkpoint needs nothing of them. Everything here is a
-tensor operation of fixed shapes (no value is read), so a compiled step includes it. Under
-data-parallel training each process weights its own points.
+checkpoint needs nothing of them. Everything here is a tensor operation of fixed shapes (no
+value is read), so a compiled step includes it. Under data-parallel training each process
+weights its own points.
 """
 
 from __future__ import annotations

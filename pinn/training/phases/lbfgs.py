@@ -110,17 +110,19 @@ class LBFGSPhase(Phase):
         def iterate(n: int) -> tuple[int, str | None]:
             # Redraws fall between chunks, before a chunk's first iteration: a checkpoint taken
             # at a redraw's iteration holds the points before it, and the resumed run redraws.
+            # Causal weights are held for a chunk: a line search measuring each trial with its
+            # own weights compares different losses (and fails at once when the tolerance is
+            # large). They are recomputed here, so the loss may jump, as with new points.
+            loss_changes = causal is not None
             done = state.step - state.phase_start
             if every:
                 if done and done % every == 0:
                     state.batch = state.points.draw()
-                    optimizer.forget_plateau()
+                    loss_changes = True
                 n = min(n, every - done % every)
             if causal is not None:
-                # Causal weights are held for a chunk: a line search measuring each trial with
-                # its own weights compares different losses (and fails at once when the
-                # tolerance is large). They are recomputed here, where the loss may jump.
                 causal.thaw()
+            if loss_changes:
                 optimizer.forget_plateau()
             return optimizer.iterate(
                 closure, n, on_iteration, settings.tolerance, parts.interrupts.requested
