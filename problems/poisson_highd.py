@@ -12,7 +12,8 @@ Points fall as in STDE's code (sail-sg/stde, `PoissonTwobody`): the radius unifo
 the direction uniform, for training and validation alike (`radial="radius"`). Uniform in volume
 instead, nearly every point would lie within a few 1/d of the sphere. The relative error
 depends on the draw of the c_i: the solution is mostly (1 - |x|²) sin(1) Σ c_i, whose size
-varies from draw to draw (README, "High dimensions").
+varies from draw to draw. STDE's published errors are for one draw their code makes unseeded;
+the README ("High dimensions") compares STDE's code and pinn on pinn's draws.
 """
 
 import torch
