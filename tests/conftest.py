@@ -26,6 +26,17 @@ def generator() -> torch.Generator:
 
 
 @pytest.fixture
+def pinn_messages(caplog):
+    """A function listing the messages pinn's loggers have recorded so far, in order: caplog
+    also catches other libraries' records (torch >= 2.14 logs empty ones while tracing)."""
+
+    def messages() -> list[str]:
+        return [r.getMessage() for r in caplog.records if r.name.split(".")[0] == "pinn"]
+
+    return messages
+
+
+@pytest.fixture
 def grad_calls(monkeypatch) -> list[int]:
     """Counts the calls of torch.autograd.grad (one per backward pass a field makes)."""
     calls = [0]

@@ -225,6 +225,9 @@ def _trace(model: Callable, x: Tensor) -> Traced:
             _functional(model),
             tracing_mode="fake",
             _allow_non_fake_inputs=True,
+            # An explicit table, even empty, keeps `.detach()` as aten.detach: without one,
+            # torch >= 2.14 records it as aten.alias, and the pass would differentiate through it.
+            decomposition_table={},
         )(*_state(model), probe)
     except Exception as error:  # tracing fails on value-dependent Python (if, .item(), ...)
         raise TaylorModeUnsupported(

@@ -66,10 +66,10 @@ def test_unknown_engine_and_taylor_on_an_unsupported_model_are_refused(generator
         resolve_engine("taylor", Wave(generator), torch.rand(2, 3, dtype=torch.float64))
 
 
-def test_engine_says_once_which_path_runs(generator, caplog):
+def test_engine_says_once_which_path_runs(generator, caplog, pinn_messages):
     with caplog.at_level(logging.INFO, logger="pinn"):
         Engine("auto", mlp(generator), torch.rand(2, 3, dtype=torch.float64))
-    assert [r.getMessage() for r in caplog.records] == [
+    assert pinn_messages() == [
         "residual engine: taylor (auto: every operation of the model has a Taylor rule)"
     ]
 
