@@ -79,6 +79,7 @@ from pinn.problem import (
     Unknowns,
     load_problem,
     loss_terms,
+    ring_quadrature,
     weighted_sum,
 )
 from pinn.run.validation import Validator, evaluation_points
@@ -105,6 +106,7 @@ __all__ = [
     "SAMPLING_METHODS",
     "Polygon",
     "QuantityTools",
+    "ring_quadrature",
     "Intersection",
     "Domain",
     "Disk",

@@ -6,6 +6,7 @@
     Observations                      measured values of u (observations)
     Unknowns                          an inverse problem's coefficients (unknowns)
     QuantityTools                     what Problem.quantities(q) gets (quantities)
+    ring_quadrature                   a quadrature rule around a disk, for q.integral (quantities)
     CausalSettings, CausalWeighting   trainer.causal: PDE residuals weighted by time (causal)
     loss_terms, weighted_sum          the named mean-square terms of a batch (loss)
 
@@ -17,7 +18,7 @@ from pinn.problem.conditions import Condition, Dirichlet, Initial, Neumann, Peri
 from pinn.problem.loss import loss_terms, weighted_sum
 from pinn.problem.observations import Observations
 from pinn.problem.problem import Problem, check_reference, load_problem
-from pinn.problem.quantities import QuantityTools
+from pinn.problem.quantities import QuantityTools, ring_quadrature
 from pinn.problem.unknowns import Unknowns
 
 __all__ = [
@@ -36,5 +37,6 @@ __all__ = [
     "check_reference",
     "load_problem",
     "loss_terms",
+    "ring_quadrature",
     "weighted_sum",
 ]

@@ -1,5 +1,5 @@
 """The cylinder benchmark (Schäfer & Turek 2D-1): its exact conditions and its force integrals,
-checked on fields whose forces are known in closed form."""
+checked against the surface integrals on an exact flow and on a field that is no solution."""
 
 import math
 
@@ -8,8 +8,16 @@ import torch
 from torch import nn
 
 from pinn import ConfigError
-from pinn.problem.quantities import evaluate_quantities
-from pinn.problems.cylinder import CENTRE, HEIGHT, LENGTH, RADIUS, Cylinder
+from pinn.problem.quantities import QuantityTools, evaluate_quantities, ring_quadrature
+from pinn.problems.cylinder import (
+    CENTRE,
+    HEIGHT,
+    LENGTH,
+    RADIUS,
+    Cylinder,
+    ring_test_function,
+)
+from pinn.problems.kovasznay import Kovasznay
 
 F64 = torch.float64
 
@@ -45,21 +53,56 @@ def test_every_condition_holds_exactly():
     assert (problem.hard_constraint(inside)[1] > 0).all()
 
 
-def test_forces_of_known_fields():
-    # p = -k x pushes the cylinder downstream with F_x = k π r² (divergence theorem); a shear
-    # u = a y² adds F_x = 2 ν a π r²; v = b x² adds F_y = 2 ν b π r²; none of them lifts or drags
-    # across. Coefficients are 2 F / (Ū² D).
+def kovasznay(x):
+    """Kovasznay's exact steady Navier-Stokes flow at Re = 20 (ν = 0.05): u, v, p."""
+    return tuple(Kovasznay().exact(x).unbind(1))
+
+
+def surface_forces(problem, model):
+    """The force on the cylinder, ∮ σ n_body ds, by the boundary's trapezoidal rule."""
+    q = QuantityTools(problem, model)
+
+    def traction(component):
+        def integrand(x, u, normals):
+            n_x, n_y = -normals[:, 0], -normals[:, 1]  # the body's outward normals
+            shear = problem.viscosity * (u.d("y", "u") + u.d("x", "v"))
+            if component == 0:
+                return (-u("p") + 2 * problem.viscosity * u.d("x", "u")) * n_x + shear * n_y
+            return shear * n_x + (-u("p") + 2 * problem.viscosity * u.d("y", "v")) * n_y
+
+        return q.boundary_integral(integrand, on="cylinder").item()
+
+    return traction(0), traction(1)
+
+
+def test_the_volume_forces_of_an_exact_flow_are_its_surface_forces():
+    # On an exact solution of the equations the volume integral (momentum times the test
+    # function, by parts) equals the surface integral of the traction: Kovasznay's flow, with
+    # the viscosity it solves the equations for.
+    problem = Cylinder(viscosity=1 / 20)
+    model = Flow(kovasznay)
+    values = evaluate_quantities(problem, model)
+    scale = 2 / (problem.mean_inflow**2 * 2 * RADIUS)
+    drag, lift = (scale * force for force in surface_forces(problem, model))
+    assert abs(drag) > 1 and abs(lift) > 1  # both forces are there to be got right
+    assert values["drag"] == pytest.approx(drag, rel=1e-10)
+    assert values["lift"] == pytest.approx(lift, rel=1e-10)
+
+
+def test_the_volume_forces_weigh_the_momentum_residual():
+    # A pressure p = -k x alone (u = v = 0) is no solution: its momentum residual ∂_x p = -k
+    # enters the volume integral. F_x = -∫ σ_xx ∂_x w = -∫ k x ∂_x w, by parts the surface
+    # force k π r² plus k ∫ w over the ring.
+    k = 0.7
     problem = Cylinder()
-    k, a, b = 0.7, 3.0, -2.0
-
-    def flow(x):
-        return a * x[:, 1] ** 2, b * x[:, 0] ** 2, -k * x[:, 0]
-
-    values = evaluate_quantities(problem, Flow(flow))
+    model = Flow(lambda x: (0 * x[:, 0], 0 * x[:, 0], -k * x[:, 0]))
+    values = evaluate_quantities(problem, model)
+    points, weights = ring_quadrature(CENTRE, RADIUS, 2 * RADIUS)
+    test_integral = (weights * ring_test_function(points)[0]).sum().item()
     scale = 2 / (0.2**2 * 0.1)
-    area = math.pi * RADIUS**2
-    assert values["drag"] == pytest.approx(scale * (k + 2e-3 * a) * area, rel=1e-6)
-    assert values["lift"] == pytest.approx(scale * 2e-3 * b * area, rel=1e-6)
+    surface = k * math.pi * RADIUS**2
+    assert values["drag"] == pytest.approx(scale * (surface + k * test_integral), rel=1e-12)
+    assert values["lift"] == pytest.approx(0, abs=1e-12)
     assert values["pressure_drop"] == pytest.approx(-k * (0.15 - 0.25), rel=1e-12)
 
 

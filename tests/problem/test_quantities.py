@@ -11,7 +11,12 @@ import torch
 from torch import nn
 
 from pinn import Box, ConfigError, Dirichlet, Disk, Problem, compose_config, train
-from pinn.problem.quantities import QuantityTools, evaluate_quantities, quantity_errors
+from pinn.problem.quantities import (
+    QuantityTools,
+    evaluate_quantities,
+    quantity_errors,
+    ring_quadrature,
+)
 
 
 class Known(nn.Module):
@@ -73,6 +78,58 @@ class WithQuantities(Plate):
             "profile": q.values([[0.75, 0.0], [0.0, -0.8]]),
             "count": 3,
         }
+
+
+def test_the_ring_rule_integrates_polynomials_and_harmonics_exactly():
+    points, weights = ring_quadrature([0.3, -0.2], 0.5, 0.75, n_radial=4, n_angular=16)
+    assert points.shape == (64, 2) and weights.shape == (64,)
+    radius = (points - torch.tensor([0.3, -0.2], dtype=torch.float64)).norm(dim=1)
+    assert radius.min() > 0.5 and radius.max() < 0.75
+    assert weights.sum().item() == pytest.approx(math.pi * (0.75**2 - 0.5**2), rel=1e-14)
+    # ∫ r⁴ dA = 2π (b⁶ - a⁶) / 6 (degree 5 in r with dA = r dr dθ: exact with 4 Gauss nodes)
+    fourth = (weights * radius**4).sum().item()
+    assert fourth == pytest.approx(2 * math.pi * (0.75**6 - 0.5**6) / 6, rel=1e-14)
+    # ∫ (x - x_c)² dA = π (b⁴ - a⁴) / 4: cos² θ, a harmonic the 16 angles hold exactly
+    second = (weights * (points[:, 0] - 0.3) ** 2).sum().item()
+    assert second == pytest.approx(math.pi * (0.75**4 - 0.5**4) / 4, rel=1e-14)
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (([0.0], 0.1, 0.2), "centre must be 2 numbers"),
+        (([0.0, 0.0], 0.2, 0.2), "0 <= inner < outer"),
+        (([0.0, 0.0], -0.1, 0.2), "0 <= inner < outer"),
+        (([0.0, 0.0], "0", 0.2), "0 <= inner < outer"),
+        (([0.0, 0.0], 0.1, math.inf), "0 <= inner < outer"),
+        (([0.0, 0.0], 0.1, 0.2, 0), "n_radial must be a whole number >= 1"),
+    ],
+)
+def test_a_bad_ring_is_refused(arguments, message):
+    with pytest.raises(ConfigError, match=message):
+        ring_quadrature(*arguments)
+
+
+def test_an_integral_by_a_rule_of_ones_own():
+    q = QuantityTools(Plate(), Known(squares))
+    # ∫ (x² + y²) over the ring 0.5 <= r <= 0.8 around the hole: 2π (0.8⁴ - 0.5⁴) / 4
+    ring = ring_quadrature([0.0, 0.0], 0.5, 0.8, n_radial=3, n_angular=8)
+    mass = q.integral(lambda x, u: u(), quadrature=ring)
+    assert mass.item() == pytest.approx(math.pi * (0.8**4 - 0.5**4) / 2, rel=1e-14)
+    # the rule is taken in the model's dtype: float32 points are converted, not refused
+    single = tuple(part.float() for part in ring)
+    assert q.integral(lambda x, u: u(), quadrature=single).dtype == torch.float64
+    points, weights = ring
+    for bad, shapes in [
+        ((points, weights[:-1]), r"\(24, 2\) and \(23,\)"),
+        ((points[:, :1], weights), r"\(24, 1\) and \(24,\)"),
+        (points, "got Tensor"),
+        ((points, "heavy"), "of numbers, got Tensor, str"),
+    ]:
+        with pytest.raises(ConfigError, match=r"quadrature must be \(points \(M, 2\), weights"):
+            q.integral(lambda x, u: u(), quadrature=bad)
+        with pytest.raises(ConfigError, match=shapes):
+            q.integral(lambda x, u: u(), quadrature=bad)
 
 
 def test_quantities_come_back_as_numbers_and_lists_with_their_errors():

@@ -38,3 +38,13 @@ def test_the_default_run_reaches_its_stated_accuracy(name, tmp_path):
     rel_l2, max_abs_error = TARGETS[name]
     assert metrics["rel_l2"] <= rel_l2
     assert metrics["max_abs_error"] <= max_abs_error
+
+
+@pytest.mark.slow
+def test_the_cylinder_reaches_the_benchmark_drag_and_pressure_drop(tmp_path):
+    # Schäfer & Turek 2D-1: C_D 5.5795 and Δp 0.1175 within 1 % (issue 19's bounds; measured
+    # 1.2e-3 and 6.8e-3 on this CPU). The lift (10 %) is not reached yet: C_L 0.034 for 0.0106.
+    metrics = train(compose_config(["problem=cylinder", "trainer.progress=false"]), tmp_path)
+    errors = metrics["quantity_errors"]
+    assert errors["drag"] <= 1e-2
+    assert errors["pressure_drop"] <= 1e-2
