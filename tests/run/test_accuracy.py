@@ -48,3 +48,13 @@ def test_the_cylinder_reaches_the_benchmark_drag_and_pressure_drop(tmp_path):
     errors = metrics["quantity_errors"]
     assert errors["drag"] <= 1e-2
     assert errors["pressure_drop"] <= 1e-2
+
+
+@pytest.mark.slow
+def test_the_cavity_reaches_ghias_centreline_values(tmp_path):
+    # u on x = 0.5 and v on y = 0.5 within 1e-2 (max abs) of Ghia et al. 1982's table (issue
+    # 19's bound; measured 4.1e-3 on this CPU, seed 0). The table is itself about that close to
+    # a converged solution (problems/cavity.py), so the bound is not tightened further.
+    metrics = train(compose_config(["problem=cavity", "trainer.progress=false"]), tmp_path)
+    assert metrics["max_abs_error_u"] <= 1e-2
+    assert metrics["max_abs_error_v"] <= 1e-2
