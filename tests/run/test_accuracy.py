@@ -19,6 +19,10 @@ TARGETS = {
     "annulus": (8e-6, 1e-4),
     # issue 19's bound; measured 3.17e-4 and 6.4e-3 (the fronts are ~0.01 wide).
     "allen_cahn": (1e-3, 3e-2),
+    # issue 19's bound: u on x = 0.5 and v on y = 0.5 within 1e-2 (max abs) of Ghia et al.
+    # 1982's table, itself about that close to a converged solution (problems/cavity.py);
+    # measured rel_l2 6.7e-3 and max abs 4.1e-3 (seed 0).
+    "cavity": (2e-2, 1e-2),
     # d = 100, stochastic Laplacian, STDE's points and schedule: 1.79e-2 and 0.161 measured for
     # the default coefficients (seed 0, a draw of small norm: 2.3e-3 to 2.0e-2 over seeds 0-4).
     "poisson_highd": (2.5e-2, 2.5e-1),
@@ -51,12 +55,3 @@ def test_the_cylinder_reaches_the_benchmark_drag_and_pressure_drop(tmp_path):
     assert errors["drag"] <= 1e-2
     assert errors["pressure_drop"] <= 1e-2
 
-
-@pytest.mark.slow
-def test_the_cavity_reaches_ghias_centreline_values(tmp_path):
-    # u on x = 0.5 and v on y = 0.5 within 1e-2 (max abs) of Ghia et al. 1982's table (issue
-    # 19's bound; measured 4.1e-3 on this CPU, seed 0). The table is itself about that close to
-    # a converged solution (problems/cavity.py), so the bound is not tightened further.
-    metrics = train(compose_config(["problem=cavity", "trainer.progress=false"]), tmp_path)
-    assert metrics["max_abs_error_u"] <= 1e-2
-    assert metrics["max_abs_error_v"] <= 1e-2
