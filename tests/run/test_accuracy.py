@@ -54,4 +54,3 @@ def test_the_cylinder_reaches_the_benchmark_drag_and_pressure_drop(tmp_path):
     errors = metrics["quantity_errors"]
     assert errors["drag"] <= 1e-2
     assert errors["pressure_drop"] <= 1e-2
-
