@@ -65,7 +65,7 @@ from typing import Any
 
 import torch
 
-from pinn.errors import CheckpointError, ConfigError, require_int
+from pinn.errors import CheckpointError, ConfigError, is_finite_number, require_int
 from pinn.training.damped_solves import cholesky_solve, conjugate_gradient
 from pinn.training.distributed import World
 from pinn.training.jacobian_products import DenseJacobian
@@ -122,7 +122,7 @@ class LevenbergMarquardt:
     ):
         if solver not in SOLVERS:
             raise ConfigError(f"solver={solver!r} is unknown; choose one of {', '.join(SOLVERS)}")
-        if not (isinstance(damping, (int, float)) and damping >= 0 and math.isfinite(damping)):
+        if not (is_finite_number(damping) and damping >= 0):
             raise ConfigError(f"damping must be a finite number >= 0, got {damping!r}")
         if scaling not in ("identity", "diagonal"):
             raise ConfigError(f"scaling={scaling!r} is unknown; choose identity or diagonal")
@@ -153,6 +153,7 @@ class LevenbergMarquardt:
         # Of the last accepted step, to report: its solver, gain ratio and mu.
         self.last_solver, self.last_gain, self.last_damping = "", math.nan, math.nan
         self.last_length = math.nan
+        self.last_ratio = math.nan  # its new loss over its iterate's (the plateau's measure)
 
     # ---- state ---------------------------------------------------------------------------
 
@@ -200,7 +201,7 @@ class LevenbergMarquardt:
                 return done, STALLED
             loss, info = accepted
             on_iteration(loss, info)
-            why = self._plateau(loss.item())
+            why = self._plateau(loss.item(), self.last_ratio)
             if why is not None or (stop is not None and stop()):
                 return done + 1, why
         return max_iter, None
@@ -235,6 +236,7 @@ class LevenbergMarquardt:
                 predicted = -(2 * length * slope + length**2 * curvature)
                 rho = ((loss - new_loss) / predicted).item()
                 self.last_gain, self.last_damping, self.last_length = rho, self.mu, length
+                self.last_ratio = (new_loss / loss).item()
                 self._accept(rho)
                 self.iterations += 1
                 return new_loss.to(rows.dtype), info
@@ -282,8 +284,16 @@ class LevenbergMarquardt:
         self.mu = max(self.mu * self.nu, floor)
         self.nu *= 2
 
-    def _plateau(self, loss: float) -> str | None:
-        self.recent, flat = on_plateau(self.recent, loss, self.stall_window, self.stall_decrease)
+    def _plateau(self, loss: float, ratio: float) -> str | None:
+        """Whether the recent steps, chained, lowered the loss too little; `loss` is the last
+        step's new loss, `ratio` that over its iterate's loss, both measured alike.
+
+        The window holds the loss chained through each step's own ratio, not the losses as
+        reported: where `evaluate` reweights the rows at each iterate (causal weights, which
+        open up and raise the loss as the earlier times are fitted) a rise between iterates is
+        no lack of progress. With fixed rows the chain is the loss itself."""
+        chained = self.recent[-1] * ratio if self.recent else loss
+        self.recent, flat = on_plateau(self.recent, chained, self.stall_window, self.stall_decrease)
         return plateau_reason(self.stall_window, self.stall_decrease) if flat else None
 
     # ---- the damped normal equations ----------------------------------------------------------

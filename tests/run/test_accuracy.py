@@ -23,6 +23,9 @@ TARGETS = {
     # 1982's table, itself about that close to a converged solution (problems/cavity.py);
     # measured rel_l2 6.7e-3 and max abs 4.1e-3 (seed 0).
     "cavity": (2e-2, 1e-2),
+    # issue 19's bound, after 100 of the default's 150 Gauss-Newton iterations: 2.8e-3 measured
+    # there (the whole run: 2.5e-4, max abs 1.7e-3; the solitons peak at u = 2.4).
+    "kdv": (1e-2, 5e-2),
     # d = 100, stochastic Laplacian, STDE's points and schedule: 1.79e-2 and 0.161 measured for
     # the default coefficients (seed 0, a draw of small norm: 2.3e-3 to 2.0e-2 over seeds 0-4).
     "poisson_highd": (2.5e-2, 2.5e-1),
@@ -30,8 +33,8 @@ TARGETS = {
 
 # Gauss-Newton iterations run here, and what the full default run's history showed there
 # (rel_l2, this CPU, 2 threads): poisson 1.9e-6 (of 600), heat 8.4e-7 (of 400), helmholtz
-# 1.0e-5 (of 200), kovasznay 3.3e-5 (of 70).
-BUDGETS = {"poisson": 200, "heat": 80, "helmholtz": 80, "kovasznay": 40}
+# 1.0e-5 (of 200), kovasznay 3.3e-5 (of 70), kdv 2.8e-3 (of 150).
+BUDGETS = {"poisson": 200, "heat": 80, "helmholtz": 80, "kovasznay": 40, "kdv": 100}
 
 
 @pytest.mark.slow

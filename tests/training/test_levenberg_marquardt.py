@@ -330,6 +330,40 @@ def test_stop_reasons_stall_and_plateau():
     assert why == plateau_reason(2, 0.999999) and done < 50
 
 
+def reweighted(p, jacobian_factor):
+    """Rows s (p - 1) whose scale s grows 4x at each iterate (held for its trials, as causal
+    weights are), with a Jacobian `jacobian_factor` times the true one: each step shrinks
+    p - 1 by 1 - 1/factor, yet the loss reported at each iterate rises."""
+    scale = [0.25]
+
+    def evaluate(jacobian):
+        if jacobian:
+            scale[0] *= 4.0
+        rows = scale[0] * (p.detach() - 1.0)
+        matrix = jacobian_factor * scale[0] * torch.eye(1, dtype=p.dtype) if jacobian else None
+        return rows, matrix, {}
+
+    return evaluate
+
+
+def test_plateau_is_judged_on_each_steps_own_decrease_not_on_reweighted_losses():
+    rule = {"damping": 0.0, "stall_window": 2, "stall_decrease": 0.5}
+    p = torch.zeros(1, dtype=torch.float64)
+    losses = []
+    optimizer = LevenbergMarquardt([p], **rule)
+    # Each step quarters its own loss while the reported loss grows 4x an iterate: progress.
+    done, why = optimizer.iterate(reweighted(p, 2.0), 10, lambda loss, info: losses.append(loss))
+    assert (done, why) == (10, None)
+    assert all(later > 3.9 * earlier for earlier, later in zip(losses, losses[1:]))
+    assert abs(1 - p.item()) == pytest.approx(0.5**10, rel=1e-12)
+    # Steps that lower their own loss by 0.2 % each: the rule stops them once the window's 2
+    # steps after the first are in.
+    p = torch.zeros(1, dtype=torch.float64)
+    optimizer = LevenbergMarquardt([p], **rule)
+    done, why = optimizer.iterate(reweighted(p, 1000.0), 10, lambda loss, info: None)
+    assert (done, why) == (3, plateau_reason(2, 0.5))
+
+
 def test_bad_settings_are_refused():
     p = torch.zeros(2)
     with pytest.raises(ConfigError, match="solver='qr' is unknown; choose one of auto"):

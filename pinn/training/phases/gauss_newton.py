@@ -5,13 +5,12 @@ lowers the loss or on a plateau."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from pinn.errors import ConfigError, require_int
+from pinn.errors import ConfigError, require_int, require_positive
 from pinn.training.levenberg_marquardt import SOLVERS, LevenbergMarquardt
 from pinn.training.phases.base import Phase
 from pinn.training.residual_rows import ResidualRows
@@ -37,7 +36,9 @@ class GaussNewtonSettings:
             P x P or R x R matrix is formed).
         max_tries: refused steps in a row, each damping more, before the phase stops (>= 1).
         stall_window, stall_decrease: stop once the last `stall_window` iterations together
-            lowered the loss by less than `stall_decrease` of it (a window of 0 = never).
+            lowered the loss by less than `stall_decrease` of it (a window of 0 = never), each
+            measured by its own decrease: under causal weights, recomputed at each iterate, the
+            loss may rise between iterates while every step lowers it.
         dense_limit: "auto" solves by conjugate gradients above this many parameters.
         cg_iterations: the most Jacobian products (each about two backward passes of the
             rows) one conjugate-gradient solve takes.
@@ -59,9 +60,7 @@ class GaussNewtonSettings:
         require_int("trainer.gauss_newton.max_tries", self.max_tries, minimum=1)
         require_int("trainer.gauss_newton.dense_limit", self.dense_limit, minimum=1)
         require_int("trainer.gauss_newton.cg_iterations", self.cg_iterations, minimum=1)
-        damping = self.damping
-        if not isinstance(damping, (int, float)) or not math.isfinite(damping) or damping <= 0:
-            raise ConfigError(f"trainer.gauss_newton.damping must be a number > 0, got {damping!r}")
+        require_positive("trainer.gauss_newton.damping", self.damping)
         if self.solver not in SOLVERS:
             raise ConfigError(
                 f"trainer.gauss_newton.solver must be one of {', '.join(SOLVERS)}, "
