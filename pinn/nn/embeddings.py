@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from pinn.errors import ConfigError, require_int
+from pinn.errors import ConfigError, is_finite_number, require_int
 
 
 class FourierFeatures(nn.Module):
@@ -47,7 +47,7 @@ class FourierFeatures(nn.Module):
         super().__init__()
         require_int("FourierFeatures in_dim", in_dim, minimum=1)
         require_int("FourierFeatures n_features", n_features, minimum=1)
-        if not (isinstance(scale, (int, float)) and math.isfinite(scale) and scale > 0):
+        if not (is_finite_number(scale) and scale > 0):
             raise ConfigError(
                 f"FourierFeatures scale must be a positive finite number, got {scale!r}; "
                 "it is the standard deviation of the random frequencies (try 1.0 to 10.0)"
@@ -119,7 +119,7 @@ class PeriodicEmbedding(nn.Module):
                 raise ConfigError(
                     f"PeriodicEmbedding: coordinate {index!r} is not one of 0..{in_dim - 1}"
                 )
-            if not (isinstance(period, (int, float)) and math.isfinite(period) and period > 0):
+            if not (is_finite_number(period) and period > 0):
                 raise ConfigError(
                     f"the period of coordinate {index} must be a positive finite number, "
                     f"got {period!r}"

@@ -8,13 +8,11 @@ continuous neural representations", arXiv:2210.01274 (2022).
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
 from torch.nn import functional
 
-from pinn.errors import ConfigError
+from pinn.errors import ConfigError, is_finite_number
 
 
 class FactorizedLinear(nn.Module):
@@ -31,7 +29,7 @@ class FactorizedLinear(nn.Module):
     def __init__(self, fan_in: int, fan_out: int, mean: float = 1.0, std: float = 0.1):
         super().__init__()
         for name, value in (("factorize_mean", mean), ("factorize_std", std)):
-            if not (isinstance(value, (int, float)) and math.isfinite(value)):
+            if not is_finite_number(value):
                 raise ConfigError(f"model.{name} must be a finite number, got {value!r}")
         if std < 0:
             raise ConfigError(f"model.factorize_std must be >= 0, got {std!r}")

@@ -30,7 +30,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from pinn.errors import ConfigError, PinnError, first_line
+from pinn.errors import ConfigError, PinnError, first_line, require_positive
 
 DEFAULT_TIMEOUT_S = 300.0
 
@@ -171,8 +171,7 @@ def start(device: torch.device, timeout_s: float = DEFAULT_TIMEOUT_S) -> World:
     initialised (by the caller) is used as it is. Collectives that wait longer than
     `timeout_s` (a process died or hangs) raise instead of blocking for ever.
     """
-    if not (isinstance(timeout_s, (int, float)) and timeout_s > 0):
-        raise ConfigError(f"distributed.timeout_s must be a number > 0, got {timeout_s!r}")
+    require_positive("distributed.timeout_s", timeout_s)
     place = launched()
     if place is None or place[1] == 1 or dist.is_initialized():
         return World.current()

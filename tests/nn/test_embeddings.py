@@ -67,6 +67,7 @@ def test_works_as_the_first_layer_of_a_sequential(generator):
         ({"in_dim": 2, "n_features": 2.5}, "n_features"),
         ({"in_dim": 2, "n_features": 3, "scale": 0.0}, "scale"),
         ({"in_dim": 2, "n_features": 3, "scale": float("nan")}, "scale"),
+        ({"in_dim": 2, "n_features": 3, "scale": True}, "scale must be a positive finite number"),
     ],
 )
 def test_bad_arguments_are_refused(kwargs, message):

@@ -156,6 +156,8 @@ def test_a_network_class_of_ones_own_is_named_by_its_import_path(own_networks):
         (["+model.params.width=5"], ["model.params={'width': 5} is for a network class"]),
         (["model.periodic={y: 2.0}"], ["'y', which is not a coordinate", "x, t"]),
         (["model.periodic={x: -1.0}"], ["model.periodic.x must be its period"]),
+        (["model.periodic={x: true}"], ["model.periodic.x must be its period", "got True"]),
+        (["model.factorize=true", "model.factorize_mean=true"], ["must be a finite number"]),
         (["model.periodic_harmonics=0"], ["model.periodic_harmonics"]),
         (["model.factorize=true", "model.factorize_std=-1.0"], ["factorize_std must be >= 0"]),
     ],

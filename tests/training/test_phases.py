@@ -133,6 +133,7 @@ def test_resuming_with_another_phase_list_is_refused_in_one_line(written_checkpo
     "block, message",
     [
         ({"damping": 0.0}, "trainer.gauss_newton.damping must be a number > 0, got 0.0"),
+        ({"damping": True}, "trainer.gauss_newton.damping must be a number > 0, got True"),
         ({"solver": "qr"}, "trainer.gauss_newton.solver must be one of auto, parameters, rows"),
         ({"cg_iterations": 0}, "trainer.gauss_newton.cg_iterations must be a whole number >= 1"),
         ({"line_search": 1.5}, "trainer.gauss_newton.line_search must be a whole number >= 0"),
@@ -144,6 +145,12 @@ def test_bad_gauss_newton_settings_are_refused_naming_the_key(block, message):
     with pytest.raises(ConfigError) as refused:
         TrainSettings(phases=["gauss_newton"], gauss_newton=block)
     assert message in str(refused.value)
+
+
+@pytest.mark.parametrize("key", ["lr", "lr_decay"])
+def test_a_bool_adam_rate_is_refused_as_no_number(key):
+    with pytest.raises(ConfigError, match=f"trainer.adam.{key} must be a number > 0, got True"):
+        TrainSettings(phases=["adam"], adam={key: True})
 
 
 def test_a_phase_of_no_steps_is_skipped_unannounced():

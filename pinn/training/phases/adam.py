@@ -3,13 +3,12 @@ redrawn or refined as it goes, loss weights adapting (LRA) where asked."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from pinn.errors import ConfigError, require_int
+from pinn.errors import require_int, require_positive
 from pinn.training.phases.base import Phase
 from pinn.training.schedules import adam_schedule, check_schedule
 
@@ -40,9 +39,7 @@ class AdamSettings:
         for key in ("steps", "resample_every"):
             require_int(f"trainer.adam.{key}", getattr(self, key), minimum=0)
         for key in ("lr", "lr_decay"):
-            value = getattr(self, key)
-            if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-                raise ConfigError(f"trainer.adam.{key} must be a number > 0, got {value!r}")
+            require_positive(f"trainer.adam.{key}", getattr(self, key))
         check_schedule(self.schedule)
 
 
