@@ -23,7 +23,7 @@ import torch
 from pinn.derivatives.field import Field, quadratic_forms_sum
 from pinn.derivatives.functions import check_pointwise
 from pinn.derivatives.taylor import taylor_forward, taylor_supported
-from pinn.errors import ConfigError
+from pinn.errors import ConfigError, require_int
 
 Tensor = torch.Tensor
 Model = Callable[[Tensor], Tensor]
@@ -67,8 +67,7 @@ class LaplacianEstimator:
             raise ConfigError(
                 f"laplacian.estimator={method!r} is unknown; choose one of {', '.join(METHODS)}"
             )
-        if not isinstance(samples, int) or isinstance(samples, bool) or samples < 1:
-            raise ConfigError(f"laplacian.samples must be a whole number >= 1, got {samples!r}")
+        require_int("laplacian.samples", samples, minimum=1)
         self.samples, self.method = samples, method
         self.generator = generator if generator is not None else torch.Generator()
 

@@ -71,7 +71,7 @@ class CausalSettings:
     def __post_init__(self) -> None:
         require_int("trainer.causal.chunks", self.chunks, minimum=0)
         tolerance = self.tolerance
-        if not is_finite_number(tolerance) or isinstance(tolerance, bool) or tolerance <= 0:
+        if not (is_finite_number(tolerance) and tolerance > 0):
             raise ConfigError(
                 f"trainer.causal.tolerance must be a number > 0, got {tolerance!r}; jaxpi's "
                 "default is 1.0 (larger waits longer for the earlier times)"

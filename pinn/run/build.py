@@ -4,14 +4,13 @@ pinn can use."""
 
 from __future__ import annotations
 
-from math import inf
 from typing import Any
 
 import torch
 from omegaconf import DictConfig, OmegaConf
 
 from pinn.derivatives.stochastic import LaplacianEstimator
-from pinn.errors import ConfigError, require_int
+from pinn.errors import ConfigError, is_finite_number, require_int
 from pinn.nn.constraints import constrain
 from pinn.nn.mlp import MLP, input_box
 from pinn.nn.modified_mlp import ModifiedMLP
@@ -85,7 +84,7 @@ def periodic_coordinates(periods: Any, names: tuple[str, ...]) -> dict[int, floa
                 f"model.periodic names {coordinate!r}, which is not a coordinate of the "
                 f"problem's domain; its coordinates are {', '.join(names)}"
             )
-        if isinstance(period, bool) or not isinstance(period, (int, float)) or not 0 < period < inf:
+        if not (is_finite_number(period) and period > 0):
             raise ConfigError(
                 f"model.periodic.{coordinate} must be its period, a number > 0, got {period!r}"
             )
