@@ -101,6 +101,7 @@ def summary(metrics: dict, run_dir: str) -> str:
             f"max_abs_error  {number(metrics['max_abs_error'])}",
             *learned,
             f"final_loss     {metrics['final_loss']:.3e}",
+            f"fresh_loss     {metrics['fresh_loss']:.3e}",
             f"steps          {metrics['steps']}",
             f"wall_time_s    {metrics['wall_time_s']:.1f}",
             f"outputs in     {run_dir}",

@@ -214,6 +214,7 @@ def test_summary_shows_learned_unknowns():
     from pinn.__main__ import summary
 
     metrics = {"rel_l2": 1e-3, "max_abs_error": 2e-4, "final_loss": 1e-6, "steps": 10}
+    metrics["fresh_loss"] = 2e-6
     plain = summary({**metrics, "wall_time_s": 1.0}, "out")
     learned = summary({**metrics, "wall_time_s": 1.0, "unknowns": {"kappa": 0.50001}}, "out")
     assert "kappa" not in plain

@@ -2,6 +2,7 @@
 
 import csv
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -79,6 +80,7 @@ def test_run_directory_holds_every_output(tmp_path):
     metrics = train(cfg, tmp_path)
 
     assert set(metrics) >= {"rel_l2", "max_abs_error", "wall_time_s", "steps", "final_loss"}
+    assert 0 < metrics["fresh_loss"] < math.inf  # the loss at fresh points (test_fresh_loss.py)
     assert metrics["steps"] == 25
     assert json.loads((tmp_path / "metrics.json").read_text()) == metrics
     assert 0 < metrics["rel_l2"] < 10 and metrics["max_abs_error"] > 0

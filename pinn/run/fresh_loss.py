@@ -1,0 +1,69 @@
+"""The loss at fresh points: does a trained model solve the PDE between its training points?
+
+A second-order phase (Gauss-Newton above all) can drive the loss down on the points it trains
+on alone, more so with few residual rows per parameter: the training loss then says nothing of
+the PDE between them. The same terms at points the run never saw do. `fresh_loss` draws a batch
+of the training batch's size uniformly from a fixed seed (the same points for every run of one
+problem) and weighs its terms as training does, without causal weights; `check_fresh_loss`
+warns when it is far above the final training loss.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping
+
+import torch
+from torch import nn
+
+from pinn.derivatives.engines import Engine
+from pinn.geometry import PointSampler
+from pinn.problem.loss import loss_terms, weighted_sum
+from pinn.problem.problem import Problem
+
+log = logging.getLogger("pinn")
+
+FRESH_SEED = 1_000_003  # apart from every run's own sampling seed (seed + 1 per rank)
+GAP = 1e4  # fresh loss above GAP x the final loss: the model fits its points, not the PDE
+
+
+def fresh_loss(
+    problem: Problem,
+    model: nn.Module,
+    n_interior: int,
+    n_boundary: int,
+    weights: Mapping[str, float],
+    engine: str = "auto",
+) -> float:
+    """The weighted loss (sum of weights[k] x mean square of term k) of `model` at
+    `n_interior` interior and `n_boundary` boundary points drawn uniformly from FRESH_SEED,
+    in the model's dtype and on its device, derivatives by `engine` (exact Laplacians)."""
+    parameter = next(iter(model.parameters()), None)
+    dtype = parameter.dtype if parameter is not None else torch.get_default_dtype()
+    device = parameter.device if parameter is not None else torch.device("cpu")
+    generator = torch.Generator().manual_seed(FRESH_SEED)
+    points = PointSampler(
+        problem.domain, n_interior, n_boundary, "uniform", generator, dtype, device
+    )
+    with torch.enable_grad():
+        terms = loss_terms(problem, model, points.draw(), Engine(engine, model, announce=False))
+        # Weights of terms the batch has no rows for (an inverse problem's data) drop out.
+        present = {name: weights[name] for name in terms if name in weights}
+        return weighted_sum(terms, present).item()
+
+
+def check_fresh_loss(fresh: float, final: float) -> bool:
+    """Log a warning and return False when the `fresh` loss is more than GAP times the `final`
+    training loss (the model fits its training points rather than the PDE)."""
+    if not (math.isfinite(fresh) and math.isfinite(final)) or fresh <= GAP * final:
+        return True
+    log.warning(
+        "the loss at fresh points is %.3g, %.3g times the final training loss %.3g: the "
+        "model fits its training points rather than the PDE between them; draw more points "
+        "(problem.n_interior) or take a smaller network (README: Settings for a hard problem)",
+        fresh,
+        fresh / final if final > 0 else math.inf,
+        final,
+    )
+    return False
