@@ -31,7 +31,7 @@ from pinn.run.build import (
 )
 from pinn.run.config_docs import key_docs, register_help
 from pinn.run.configs import CONF_DIR, user_conf_overrides
-from pinn.run.fresh_loss import check_fresh_loss, fresh_loss
+from pinn.run.fresh_loss import fresh_loss
 from pinn.run.outputs import summarise, write_outputs
 from pinn.run.plots import PlotOptions
 from pinn.run.provenance import provenance, utc_now
@@ -179,7 +179,6 @@ def _train(
     metrics["fresh_loss"] = fresh_loss(problem, model, *sizes, weights, cfg.engine)
     metrics |= provenance(cfg, device, started_at, utc_now())
     if world.is_main:
-        check_fresh_loss(metrics["fresh_loss"], metrics["final_loss"])
         if unknowns.names:
             learned = ", ".join(f"{n} = {value:.6g}" for n, value in unknowns.values().items())
             log.info("learned unknowns: %s", learned)
