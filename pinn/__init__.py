@@ -82,6 +82,7 @@ from pinn.problem import (
     ring_quadrature,
     weighted_sum,
 )
+from pinn.run.fresh_loss import fresh_loss
 from pinn.run.validation import Validator, evaluation_points
 from pinn.training import (
     WEIGHTINGS,
@@ -163,6 +164,7 @@ __all__ = [
     "derivative",
     "evaluation_points",
     "fit",
+    "fresh_loss",
     "gradient",
     "hessian",
     "hessian_diag",

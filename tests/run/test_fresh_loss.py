@@ -4,10 +4,10 @@ fits its training points rather than the PDE between them."""
 import pytest
 import torch
 
-from pinn import MLP, PointSampler, compose_config, loss_terms, train
+from pinn import MLP, PointSampler, compose_config, fresh_loss, loss_terms, train
 from pinn.derivatives.engines import Engine
 from pinn.problems.poisson import Poisson
-from pinn.run.fresh_loss import FRESH_SEED, fresh_loss
+from pinn.run.fresh_loss import FRESH_SEED
 
 
 def small_model(seed: int = 0) -> torch.nn.Module:
