@@ -30,6 +30,7 @@ import torch
 
 from pinn.derivatives.field import Field, Model
 from pinn.errors import ConfigError, is_finite_number, require_int
+from pinn.nn.placement import placement
 from pinn.problem.columns import QUANTITY_PREFIX
 
 # Quadrature points of an integral unless it asks for another count (powers of two: Sobol).
@@ -49,9 +50,7 @@ class QuantityTools:
 
     def __init__(self, problem, model: Model):
         self.problem, self.model = problem, model
-        parameter = next(iter(model.parameters()), None) if hasattr(model, "parameters") else None
-        self.dtype = parameter.dtype if parameter is not None else torch.float64
-        self.device = parameter.device if parameter is not None else torch.device("cpu")
+        self.dtype, self.device = placement(model)
         self._points: dict[tuple, tuple[torch.Tensor, ...]] = {}  # quadrature, made once
 
     def field(self, points) -> Field:

@@ -20,6 +20,7 @@ from torch import nn
 
 from pinn.derivatives.engines import Engine
 from pinn.geometry import PointSampler
+from pinn.nn.placement import placement
 from pinn.problem.loss import loss_terms, weighted_sum
 from pinn.problem.problem import Problem
 
@@ -37,15 +38,11 @@ def fresh_loss(
     """The weighted loss (sum of weights[k] x mean square of term k) of `model` at
     `n_interior` interior and `n_boundary` boundary points drawn uniformly from FRESH_SEED,
     in the model's dtype and on its device, derivatives by `engine` (exact Laplacians)."""
-    parameter = next(iter(model.parameters()), None)
-    dtype = parameter.dtype if parameter is not None else torch.get_default_dtype()
-    device = parameter.device if parameter is not None else torch.device("cpu")
+    dtype, device = placement(model)
     generator = torch.Generator().manual_seed(FRESH_SEED)
     points = PointSampler(
         problem.domain, n_interior, n_boundary, "uniform", generator, dtype, device
     )
     with torch.enable_grad():
         terms = loss_terms(problem, model, points.draw(), Engine(engine, model, announce=False))
-        # Weights of terms the batch has no rows for (an inverse problem's data) drop out.
-        present = {name: weights[name] for name in terms if name in weights}
-        return weighted_sum(terms, present).item()
+        return weighted_sum(terms, weights).item()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pinn.nn.placement import placement
 from pinn.problem.problem import Problem
 from pinn.problem.quantities import evaluate_quantities, quantity_errors
 from pinn.run.plots import PlotOptions, loss_figure, save_figure, solution_figure
@@ -107,8 +108,7 @@ def write_prediction(
     if validator is not None:
         points, arrays = validator.points, {"reference": validator.reference}
     else:
-        dtype = next(model.parameters()).dtype
-        device = next(model.parameters()).device
+        dtype, device = placement(model)
         points, arrays = evaluation_points(problem, dtype=dtype, device=device), {}
     arrays = {"points": points, "predicted": predict(model, points), **arrays}
     numpy_arrays = {name: value.detach().cpu().double().numpy() for name, value in arrays.items()}

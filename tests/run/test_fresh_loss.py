@@ -4,21 +4,17 @@ fits its training points rather than the PDE between them."""
 import pytest
 import torch
 
-from pinn import MLP, PointSampler, compose_config, fresh_loss, loss_terms, train
+from pinn import MLP, ConfigError, PointSampler, compose_config, fresh_loss, loss_terms, train
 from pinn.derivatives.engines import Engine
 from pinn.problems.poisson import Poisson
 from pinn.run.fresh_loss import FRESH_SEED
 
 
-def small_model(seed: int = 0) -> torch.nn.Module:
-    torch.manual_seed(seed)
-    return MLP(2, 1, width=8, depth=2).double()
-
-
 def test_fresh_loss_is_the_weighted_loss_at_uniform_points_of_its_own_seed():
     """Summed by hand here: 10 x the Dirichlet term + the PDE term, at the PointSampler's
     uniform draw from FRESH_SEED, with autograd fields; the same number on every call."""
-    problem, model = Poisson(hard_boundary=False), small_model()
+    torch.manual_seed(0)
+    problem, model = Poisson(hard_boundary=False), MLP(2, 1, width=8, depth=2).double()
     sampler = PointSampler(
         problem.domain, 50, 20, "uniform", torch.Generator().manual_seed(FRESH_SEED), torch.float64
     )
@@ -33,8 +29,10 @@ def test_fresh_loss_is_the_weighted_loss_at_uniform_points_of_its_own_seed():
     assert fresh_loss(problem, model, 50, 20, {}) == pytest.approx(
         (terms["pde"] + terms["dirichlet"]).item(), rel=1e-10
     )
-    # A weight for a term the batch has no rows for (an inverse problem's data) drops out.
-    assert fresh_loss(problem, model, 50, 20, {**weights, "data": 3.0}) == got
+    # Every term training has is here (an inverse problem's "data" among the conditions), so a
+    # weight for a term the problem lacks is refused, as training refuses it.
+    with pytest.raises(ConfigError, match="data"):
+        fresh_loss(problem, model, 50, 20, {**weights, "data": 3.0})
 
 
 def test_gauss_newton_on_a_few_points_fits_them_and_fresh_loss_tells(tmp_path):
