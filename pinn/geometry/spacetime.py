@@ -20,7 +20,8 @@ class SpaceTime(Domain):
     The boundary parts are the spatial parts, carried through time under their own names
     ("x_min", "circle", "hole", ...), and the two time faces `<time>_min` (where `Initial`
     conditions hold) and `<time>_max`. Interior points map the unit cube exactly where the space
-    does (a box, a ball), and are drawn by rejection otherwise.
+    does (a box, a ball), and are drawn by rejection otherwise. `window` cuts out a time
+    window (time-marching).
 
     Args:
         space: the spatial domain.
@@ -42,9 +43,26 @@ class SpaceTime(Domain):
         self.dim, self.names = space.dim + 1, (*space.names, time)
         self.lower, self.upper = (*space.lower, self.start), (*space.upper, self.end)
         self.unit_dim = None if space.unit_dim is None else space.unit_dim + 1
+        self.time_faces = ("min", "max")  # a window's inner ends are no boundary (`window`)
 
     def __repr__(self) -> str:
         return f"SpaceTime({self.space!r}, {self.start}, {self.end}, time={self.time!r})"
+
+    def window(self, start: float, end: float) -> SpaceTime:
+        """The same space over [start, end] within [self.start, self.end], for time-marching:
+        its time faces are only those that are this domain's, so a window inside the interval
+        has no `<time>_min` (no `Initial` condition holds there) and no `<time>_max`."""
+        if not (self.start <= start < end <= self.end):
+            raise ConfigError(
+                f"a window [{start}, {end}] must lie within [{self.start}, {self.end}]"
+            )
+        window = SpaceTime(self.space, start, end, self.time)
+        window.time_faces = tuple(
+            side
+            for side, at in (("min", start), ("max", end))
+            if at == (self.start if side == "min" else self.end) and side in self.time_faces
+        )
+        return window
 
     @property
     def duration(self) -> float:
@@ -74,7 +92,10 @@ class SpaceTime(Domain):
 
     @cached_property
     def pieces(self) -> tuple[Piece, ...]:
-        return (*(self._through_time(p) for p in self.space.pieces), *self._time_faces())
+        faces = [
+            face for face in self._time_faces() if face.name.rpartition("_")[2] in self.time_faces
+        ]
+        return (*(self._through_time(p) for p in self.space.pieces), *faces)
 
     def _through_time(self, piece: Piece) -> Piece:
         """A spatial piece at every time in the interval."""

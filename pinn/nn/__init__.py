@@ -4,6 +4,7 @@
     FourierFeatures, PeriodicEmbedding        input embeddings (embeddings)
     FactorizedLinear                          random weight factorisation of a dense layer
     HardConstraint                            u = g + B N: a Dirichlet condition held exactly
+    TimeWindows                               one network per time window (time-marching)
 
 This layer knows nothing of problems, derivatives or training.
 """
@@ -15,6 +16,7 @@ from pinn.nn.mlp import ACTIVATIONS, MLP
 from pinn.nn.modified_mlp import ModifiedMLP
 from pinn.nn.pirate import PirateNet
 from pinn.nn.residual_mlp import ResidualMLP
+from pinn.nn.time_windows import TimeWindows
 
 __all__ = [
     "ACTIVATIONS",
@@ -26,4 +28,5 @@ __all__ = [
     "PeriodicEmbedding",
     "PirateNet",
     "ResidualMLP",
+    "TimeWindows",
 ]

@@ -20,6 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 from pinn.errors import CheckpointError, ConfigError
 from pinn.problem.problem import Problem, load_problem
 from pinn.run.build import build_model, device_of, dtype_of
+from pinn.run.time_marching import WindowSettings, trained_windows
 from pinn.run.validation import predict
 from pinn.training.checkpoint import CHECKPOINT_NAME, load_checkpoint
 
@@ -77,9 +78,17 @@ def load_run(run_dir: str | Path, device: str | torch.device = "cpu") -> LoadedR
     target = device_of(device)
     dtype = dtype_of(config.dtype)
     problem = load_problem(config.problem.target, OmegaConf.to_container(config.problem.params))
-    model = build_model(problem, config.model, int(config.seed)).to(dtype=dtype, device=target)
+
+    def build(task: Problem) -> torch.nn.Module:
+        return build_model(task, config.model, int(config.seed)).to(dtype=dtype, device=target)
+
     try:
-        model.load_state_dict(state["model"])
+        windows = WindowSettings(**config.get("windows", {}))
+        if windows.on:  # a time-marching run: one network per window, in windows/
+            model = trained_windows(problem, windows.count, build, run_dir)
+        else:
+            model = build(problem)
+            model.load_state_dict(state["model"])
     except (RuntimeError, KeyError) as error:
         raise CheckpointError(
             f"{run_dir / CHECKPOINT_NAME}: its model does not fit the network its config "

@@ -4,6 +4,7 @@ rel_l2 on its own log axis on the right where the history has it."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
@@ -66,9 +67,11 @@ def loss_figure(history: Sequence[dict], skip: Collection[str] = (), title: str 
     figure = Figure(figsize=(6.4, 4.2), layout="constrained")
     axis = figure.subplots()
     steps = [row[STEP] for row in history]
-    for name in loss_columns(history[0], skip) if history else []:
+    every_column = dict.fromkeys(key for row in history for key in row)  # terms may start late
+    for name in loss_columns(every_column, skip):
         width = 2.0 if name == LOSS else 1.2
-        axis.semilogy(steps, [row[name] for row in history], label=name, linewidth=width)
+        values = [row.get(name, math.nan) for row in history]  # NaN: a gap in the line
+        axis.semilogy(steps, values, label=name, linewidth=width)
     axis.set_xlabel("step")
     axis.set_ylabel("mean-square residual")
     axis.set_title(title or "training loss")

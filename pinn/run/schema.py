@@ -4,7 +4,8 @@ composed config is checked before any work, each mistake refused in one line.
     check_config(cfg)   # ConfigError naming an unknown key (and its closest match) or a wrong type
 
 The fields' explanations live in the comments of conf/'s yaml files (`pinn.run.config_docs`);
-here are only the names and types. `trainer` is `TrainSettings` itself.
+here are only the names and types. `trainer` is `TrainSettings` itself, `windows`
+`WindowSettings`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
 from pinn.errors import ConfigError
+from pinn.run.time_marching import WindowSettings
 from pinn.training.settings import TrainSettings
 
 
@@ -94,6 +96,7 @@ class ConfigSchema:
     outputs: OutputsSchema = field(default_factory=OutputsSchema)
     distributed: DistributedSchema = field(default_factory=DistributedSchema)
     refinement: RefinementSchema = field(default_factory=RefinementSchema)
+    windows: WindowSettings = field(default_factory=WindowSettings)
     model: ModelSchema = field(default_factory=ModelSchema)
     trainer: TrainSettings = field(default_factory=TrainSettings)
     problem: ProblemSchema = field(default_factory=ProblemSchema)

@@ -20,6 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 from pinn.errors import OutputError, TrainingInterrupted, reason
 from pinn.geometry import PointSampler, Refinement
 from pinn.problem.problem import load_problem
+from pinn.problem.time_windows import check_windowable
 from pinn.run.build import (
     build_model,
     device_of,
@@ -39,6 +40,7 @@ from pinn.run.resume import checkpoint_file, load_resume
 from pinn.run.rundir import claim_run_dir
 from pinn.run.schema import check_config
 from pinn.run.tensorboard import run_loggers
+from pinn.run.time_marching import WindowSettings, march
 from pinn.run.validation import Validator, can_validate
 from pinn.training.checkpoint import CHECKPOINT_NAME
 from pinn.training.distributed import launched, process_device, rank_seed, start
@@ -47,6 +49,7 @@ from pinn.training.loop import fit
 from pinn.training.settings import TrainSettings
 
 log = logging.getLogger("pinn")
+WINDOW_SEEDS = 1_000_003  # window k's points are drawn from seed + 1 + k * this
 
 
 def compose_config(overrides: list[str] | None = None, config_dir: str | Path = CONF_DIR):
@@ -131,50 +134,82 @@ def _train(
     seed = seed_of(cfg.seed)
     world = start(device, cfg.distributed.timeout_s)
     problem = load_problem(cfg.problem.target, OmegaConf.to_container(cfg.problem.params))
+    windows = WindowSettings(**OmegaConf.to_container(cfg.windows))
+    if windows.on:
+        check_windowable(problem)  # before any work
     model = build_model(problem, cfg.model, seed).to(dtype=dtype, device=device)
     unknowns = problem.attach_unknowns(dtype, device, initial_guesses(cfg.problem))
     settings = TrainSettings(**OmegaConf.to_container(cfg.trainer))
-    generator = torch.Generator().manual_seed(rank_seed(seed + 1, world.rank))
-    points = PointSampler(
-        problem.domain,
-        cfg.problem.n_interior,
-        cfg.problem.n_boundary,
-        cfg.problem.sampler,
-        generator,
-        dtype,
-        device,
-        refinement=Refinement(**OmegaConf.to_container(cfg.refinement)),
-    )
+    refinement = Refinement(**OmegaConf.to_container(cfg.refinement))
     estimator = laplacian_estimator(cfg.laplacian, rank_seed(seed, world.rank), device)
     validator = Validator(problem, dtype=dtype, device=device) if can_validate(problem) else None
     resolved = OmegaConf.to_container(cfg, resolve=True)
     config_yaml = {"config.yaml": OmegaConf.to_yaml(cfg, resolve=True)}
+    weights = OmegaConf.to_container(cfg.problem.weights)
+
+    def fit_with(task, network, term_weights, checker, resume_from, extra, callbacks):
+        """`fit` of `network` on `task` (the problem, or one time window of it)."""
+        window = extra.get("window", 0)  # a time window's points are its own draw
+        generator = torch.Generator().manual_seed(
+            rank_seed(seed + 1 + WINDOW_SEEDS * window, world.rank)
+        )
+        points = PointSampler(
+            task.domain,
+            cfg.problem.n_interior,
+            cfg.problem.n_boundary,
+            cfg.problem.sampler,
+            generator,
+            dtype,
+            device,
+            refinement=refinement,
+        )
+        return fit(
+            task,
+            network,
+            settings,
+            points,
+            weights=term_weights,
+            validator=checker,
+            checkpoint_path=run_dir / CHECKPOINT_NAME,
+            checkpoint_extra={"config": resolved, **extra},
+            checkpoint_companions=config_yaml,
+            engine=cfg.engine,
+            resume_from=resume_from,
+            history_path=None if windows.on else run_dir / HISTORY_NAME,
+            estimator=estimator,
+            world=world,
+            callbacks=[*loggers, *callbacks],
+        )
 
     if world.is_main and resume is not None:
         _announce(cfg.resume, resume, run_dir)
     started = time.perf_counter()
-    result = fit(
-        problem,
-        model,
-        settings,
-        points,
-        weights=OmegaConf.to_container(cfg.problem.weights),
-        validator=validator,
-        checkpoint_path=run_dir / CHECKPOINT_NAME,
-        checkpoint_extra={"config": resolved},
-        checkpoint_companions=config_yaml,
-        engine=cfg.engine,
-        resume_from=resume,
-        history_path=run_dir / HISTORY_NAME,
-        estimator=estimator,
-        world=world,
-        callbacks=loggers,
-    )
+    if windows.on:
+
+        def build(window):
+            return build_model(window, cfg.model, seed).to(dtype=dtype, device=device)
+
+        resume_dir = checkpoint_file(cfg.resume).parent if resume is not None else None
+        result, model = march(
+            problem,
+            windows,
+            build,
+            fit_with,
+            weights,
+            validator,
+            run_dir,
+            resume,
+            resume_dir,
+            seed,
+            cfg.problem.sampler,
+            world.is_main,
+        )
+    else:
+        result = fit_with(problem, model, weights, validator, resume, {}, [])
     # Training time over every invocation of the run (what a resumed one did before, too).
     wall_time = time.perf_counter() - started + (resume["training"]["time_s"] if resume else 0)
 
     metrics = summarise(result, validator, model, wall_time, unknowns.values(), problem)
-    weights = OmegaConf.to_container(cfg.problem.weights)
     sizes = cfg.problem.n_interior, cfg.problem.n_boundary
     metrics["fresh_loss"] = fresh_loss(problem, model, *sizes, weights, cfg.engine)
     metrics |= provenance(cfg, device, started_at, utc_now())
@@ -208,9 +243,10 @@ def _announce(resume: str, state: dict[str, Any], run_dir: Path) -> None:
             run_dir,
         )
     else:
-        log.info(
-            "resuming the run in %s at step %d (%s), writing to %s", path, step, phase, run_dir
-        )
+        where = f"step {step} ({phase})"
+        if "window" in state:  # time-marching: steps count within the window
+            where += f" of time window {state['window']}"
+        log.info("resuming the run in %s at %s, writing to %s", path, where, run_dir)
 
 
 def _shown(value: float | list[float]) -> str:
