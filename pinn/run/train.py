@@ -206,8 +206,11 @@ def _train(
         )
     else:
         result = fit_with(problem, model, weights, validator, resume, {}, [])
-    # Training time over every invocation of the run (what a resumed one did before, too).
+    # Training time over every invocation of the run (what a resumed one did before, too);
+    # a marched run's history counts it on over its windows, those finished before a resume too.
     wall_time = time.perf_counter() - started + (resume["training"]["time_s"] if resume else 0)
+    if windows.on and resume is not None:
+        wall_time = result.history[-1]["time_s"]
 
     metrics = summarise(result, validator, model, wall_time, unknowns.values(), problem)
     sizes = cfg.problem.n_interior, cfg.problem.n_boundary

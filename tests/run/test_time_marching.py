@@ -188,6 +188,12 @@ def test_a_marched_run_stopped_in_its_second_window_resumes_exactly(marched, tmp
     resumed = train(compose_config([*HEAT, f"resume={run_dir}"]), run_dir)
     for key in ("rel_l2", "max_abs_error", "final_loss", "fresh_loss", "steps"):
         assert resumed[key] == reference[key], key
+    # The training time counts on through the windows, the one finished before the stop too.
+    with open(run_dir / "history.csv") as file:
+        times = [float(row["time_s"]) for row in csv.DictReader(file)]
+    first_window = load_checkpoint(run_dir / "windows" / "0.pt")["history"][-1]["time_s"]
+    assert times == sorted(times) and first_window in times
+    assert resumed["wall_time_s"] == pytest.approx(times[-1])
 
     def rows(directory):
         with open(directory / "history.csv") as file:
