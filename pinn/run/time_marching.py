@@ -23,6 +23,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from pinn.derivatives.functions import gradient
 from pinn.errors import ConfigError, require_positive
 from pinn.nn.placement import placement
 from pinn.nn.time_windows import TimeWindows
@@ -153,9 +154,8 @@ class WindowHistory(Callback):
         self.window, self.step0, self.time0 = 0, 0, 0.0
 
     def begin(self, window: int, done: Sequence[FitResult]) -> None:
-        self.before = _joined(done).history
-        self.window = window
-        self.step0 = sum(result.steps for result in done)
+        joined = _joined(done)
+        self.before, self.window, self.step0 = joined.history, window, joined.steps
         self.time0 = self.before[-1].get("time_s", 0.0) if self.before else 0.0
 
     def on_row(self, row: dict[str, Any], state) -> None:
@@ -204,14 +204,11 @@ def _start_values(
     space = domain.space.interior_float64(count, generator, sampler)
     points = torch.cat([space, torch.full((count, 1), time, dtype=space.dtype)], 1)
     dtype, device = placement(previous)
-    points = points.to(dtype=dtype, device=device).requires_grad_(rate)
-    with torch.set_grad_enabled(rate):
+    points = points.to(dtype=dtype, device=device)
+    with torch.no_grad():
         values = previous(points).reshape(count, -1)
-    rates = None
-    if rate:  # each output's du/dt: one backward pass per output (a pointwise network)
-        columns = [torch.autograd.grad(v.sum(), points, retain_graph=True)[0] for v in values.T]
-        rates = torch.stack([column[:, -1] for column in columns], 1).detach()
-    return points.detach(), values.detach(), rates
+    rates = gradient(previous, points)[:, :, -1].detach() if rate else None
+    return points, values, rates
 
 
 def _window_weights(weights: dict[str, float], problem: Problem, window, start_weight: float):
@@ -250,8 +247,8 @@ def _load_window(run_dir: Path | None, k: int, model: nn.Module) -> FitResult:
     path = _window_file(run_dir, k) if run_dir is not None else None
     if path is None or not path.is_file():
         raise ConfigError(
-            f"resume: the run stopped after window {k}, and its trained network {path} is "
-            "missing: resume from the run's own directory, with its windows/ folder"
+            f"time window {k}'s trained network {path} is missing: a time-marching run keeps "
+            "each finished window in its directory's windows/ folder; give that directory"
         )
     state = load_checkpoint(path)
     model.load_state_dict(state["model"])

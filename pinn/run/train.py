@@ -137,7 +137,11 @@ def _train(
     windows = WindowSettings(**OmegaConf.to_container(cfg.windows))
     if windows.on:
         check_windowable(problem)  # before any work
-    model = build_model(problem, cfg.model, seed).to(dtype=dtype, device=device)
+
+    def build(task):
+        return build_model(task, cfg.model, seed).to(dtype=dtype, device=device)
+
+    model = build(problem)  # checked before any training; a marched run builds one per window
     unknowns = problem.attach_unknowns(dtype, device, initial_guesses(cfg.problem))
     settings = TrainSettings(**OmegaConf.to_container(cfg.trainer))
     refinement = Refinement(**OmegaConf.to_container(cfg.refinement))
@@ -185,10 +189,6 @@ def _train(
         _announce(cfg.resume, resume, run_dir)
     started = time.perf_counter()
     if windows.on:
-
-        def build(window):
-            return build_model(window, cfg.model, seed).to(dtype=dtype, device=device)
-
         resume_dir = checkpoint_file(cfg.resume).parent if resume is not None else None
         result, model = march(
             problem,

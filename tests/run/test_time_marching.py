@@ -214,3 +214,17 @@ def test_windows_that_cannot_work_are_refused_before_training(overrides, message
     with pytest.raises(ConfigError, match=message):
         train(compose_config([*overrides, "trainer.progress=false"]), tmp_path / "run")
     assert not (tmp_path / "run" / "checkpoint.pt").exists()
+
+
+def test_a_window_start_takes_the_previous_network_values_and_time_derivatives():
+    """The start's values are the previous network's at points on t = 0.5, its rates each
+    output's du/dt there (torch.func, float64); none carries a graph."""
+    torch.manual_seed(2)
+    net = MLP(2, 2, width=8, depth=2).double()
+    points, values, rates = time_marching._start_values(
+        SPACE_TIME, net, 0.5, 7, 0, "sobol", rate=True
+    )
+    assert torch.all(points[:, 1] == 0.5) and torch.equal(values, net(points).detach())
+    jacobian = vmap(jacrev(lambda p: net(p[None])[0]))(points)  # (7, 2 outputs, 2 inputs)
+    assert torch.allclose(rates, jacobian[:, :, 1], atol=1e-12, rtol=0)
+    assert not (points.requires_grad or values.requires_grad or rates.requires_grad)
