@@ -77,13 +77,15 @@ def march(
     seed: int,
     sampler: str,
     writes: bool,
+    callbacks: Sequence[Callback] = (),
 ) -> tuple[FitResult, TimeWindows]:
     """Train window after window; returns the whole run's result and model.
 
     `build(window problem)` makes a window's network; `fit_window(...)` trains it (the
     run's `fit` with its sampler, checkpoint and engine). `resume`: the checkpoint of a run
     stopped in window resume["window"], whose finished windows lie in `resume_dir`/windows/.
-    Only where `writes` (rank 0) are the windows' files written.
+    Only where `writes` (rank 0) are the windows' files written. `callbacks` (the run's
+    loggers) see one run: every window's rows, steps counted on, one `on_end`.
     """
     domain = check_windowable(problem)
     edges = window_edges(domain, settings.count)
@@ -91,7 +93,7 @@ def march(
     resumed_window = -1 if resume is None else int(resume.get("window", 0))
     models: list[nn.Module] = []
     results: list[FitResult] = []
-    history = WindowHistory(run_dir / HISTORY_NAME if writes else None)
+    history = WindowHistory(run_dir / HISTORY_NAME if writes else None, callbacks)
     for k in range(settings.count):
         start_values = None
         if k > 0:
@@ -120,7 +122,10 @@ def march(
         models.append(model)
         results.append(result)
     whole = TimeWindows(models, edges, domain.dim - 1)
-    return _joined(results), whole
+    result = _joined(results)
+    if writes:  # callbacks run on rank 0 only
+        history.finish(result)
+    return result, whole
 
 
 def window_edges(domain, count: int) -> list[float]:
@@ -146,12 +151,16 @@ def trained_windows(
 
 class WindowHistory(Callback):
     """Keeps history.csv equal to every window's rows so far (`window` column; steps and
-    time_s counted on from the windows before)."""
+    time_s counted on from the windows before), and shows the run's own callbacks
+    (`followers`: its loggers) one run: those joined rows, checkpoint steps counted on,
+    `on_end` once, after the last window (`finish`)."""
 
-    def __init__(self, path: Path | None):
+    def __init__(self, path: Path | None, followers: Sequence[Callback] = ()):
         self.csv = None if path is None else HistoryCSV(path)
+        self.followers = list(followers)
         self.before: list[dict[str, Any]] = []
         self.window, self.step0, self.time0 = 0, 0, 0.0
+        self.last: _JoinedState | None = None  # the last window's end, as the followers see it
 
     def begin(self, window: int, done: Sequence[FitResult]) -> None:
         joined = _joined(done)
@@ -159,9 +168,42 @@ class WindowHistory(Callback):
         self.time0 = self.before[-1].get("time_s", 0.0) if self.before else 0.0
 
     def on_row(self, row: dict[str, Any], state) -> None:
+        joined = self._joined_state(state)
         if self.csv is not None:
-            rows = [_shifted(r, self.window, self.step0, self.time0) for r in state.history]
-            self.csv.update(self.before + rows)
+            self.csv.update(joined.history)
+        for follower in self.followers:
+            follower.on_row(dict(joined.history[-1]), joined)
+
+    def on_checkpoint(self, path: Path, step: int, state) -> None:
+        for follower in self.followers:
+            follower.on_checkpoint(path, step + self.step0, self._joined_state(state))
+
+    def on_phase(self, old: str, new: str, state) -> None:
+        for follower in self.followers:
+            follower.on_phase(old, new, self._joined_state(state))
+
+    def on_end(self, result: FitResult, state) -> None:
+        self.last = self._joined_state(state)
+
+    def finish(self, result: FitResult) -> None:
+        """The whole run's end: each follower's `on_end` with the joined `result`."""
+        for follower in self.followers:
+            follower.on_end(result, self.last)
+
+    def _joined_state(self, state) -> _JoinedState:
+        rows = [_shifted(r, self.window, self.step0, self.time0) for r in state.history]
+        return _JoinedState(state, self.before + rows, state.step + self.step0)
+
+
+class _JoinedState:
+    """A window's run state as the whole run's: `history` every window's rows so far, `step`
+    counted on over the windows; everything else the window's."""
+
+    def __init__(self, state, history: list[dict[str, Any]], step: int):
+        self._state, self.history, self.step = state, history, step
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._state, name)
 
 
 def _shifted(row: dict[str, Any], window: int, step0: int, time0: float) -> dict[str, Any]:

@@ -182,7 +182,7 @@ def _train(
             history_path=None if windows.on else run_dir / HISTORY_NAME,
             estimator=estimator,
             world=world,
-            callbacks=[*loggers, *callbacks],
+            callbacks=callbacks,
         )
 
     if world.is_main and resume is not None:
@@ -203,9 +203,10 @@ def _train(
             seed,
             cfg.problem.sampler,
             world.is_main,
+            loggers,
         )
     else:
-        result = fit_with(problem, model, weights, validator, resume, {}, [])
+        result = fit_with(problem, model, weights, validator, resume, {}, loggers)
     # Training time over every invocation of the run (what a resumed one did before, too);
     # a marched run's history counts it on over its windows, those finished before a resume too.
     wall_time = time.perf_counter() - started + (resume["training"]["time_s"] if resume else 0)
