@@ -26,12 +26,9 @@ from torch.func import hessian, vmap
 from pinn import load_run
 
 
-def ball_points(count: int, dim: int, seed: int) -> torch.Tensor:
-    """(count, dim) points, direction uniform and radius uniform in [0, 1] (the run's draw)."""
-    generator = torch.Generator().manual_seed(seed)
-    directions = torch.randn(count, dim, generator=generator, dtype=torch.float64)
-    directions /= directions.norm(dim=1, keepdim=True)
-    return directions * torch.rand(count, 1, generator=generator, dtype=torch.float64)
+def run_draw(problem, count: int, seed: int) -> torch.Tensor:
+    """(count, d) float64 points drawn as the run draws its own (the domain's sampler)."""
+    return problem.domain.interior_float64(count, torch.Generator().manual_seed(seed), "uniform")
 
 
 def polynomial_features(x: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -48,7 +45,7 @@ def error_parts(run_dir: str, count: int = 40000) -> None:
     run = load_run(run_dir)
     problem = run.problem
     dim = problem.domain.dim
-    x = ball_points(count, dim, seed=5)
+    x = run_draw(problem, count, seed=5)
     predicted = torch.from_numpy(run.predict(x.numpy())["u"]).double()
     exact = problem.exact(x)
     bump = 1 - (x**2).sum(1)
@@ -87,7 +84,7 @@ def error_parts(run_dir: str, count: int = 40000) -> None:
 
 def stochastic_floor(run, problem, dim: int, count: int = 400) -> None:
     samples = int(run.config.laplacian.samples)
-    x = ball_points(count, dim, seed=6)
+    x = run_draw(problem, count, seed=6)
     curvature = torch.diagonal(vmap(hessian(lambda p: problem.exact(p[None])[0]))(x), 0, 1, 2)
     spread = curvature.var(dim=1, unbiased=False)
     variance = dim**2 / samples * (dim - samples) / (dim - 1) * spread

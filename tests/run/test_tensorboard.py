@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tensorboard_helpers import events
 
 import pinn.run.train
 from pinn import Callback, ConfigError, compose_config, load_checkpoint, train
@@ -26,18 +27,6 @@ TINY = [
     "model.depth=2",
     "threads=1",
 ]
-
-
-def events(log_dir: Path) -> dict[str, list[tuple[int, float]]]:
-    """{tag: [(step, value), ...]} of the event files in `log_dir`."""
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    accumulator = EventAccumulator(str(log_dir))
-    accumulator.Reload()
-    return {
-        tag: [(event.step, event.value) for event in accumulator.Scalars(tag)]
-        for tag in accumulator.Tags()["scalars"]
-    }
 
 
 def history_scalars(path: Path) -> dict[str, list[tuple[int, float]]]:

@@ -7,6 +7,7 @@ import signal
 
 import pytest
 import torch
+from tensorboard_helpers import events
 from torch.func import jacrev, vmap
 
 from pinn import (
@@ -132,16 +133,6 @@ HEAT = [
 ]
 
 
-def logged_scalars(log_dir) -> dict[str, list[tuple[int, float]]]:
-    """{tag: [(step, value), ...]} of the TensorBoard event files in `log_dir`."""
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    accumulator = EventAccumulator(str(log_dir))
-    accumulator.Reload()
-    tags = accumulator.Tags()["scalars"]
-    return {tag: [(e.step, e.value) for e in accumulator.Scalars(tag)] for tag in tags}
-
-
 @pytest.fixture(scope="module")
 def marched(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("marched")
@@ -161,7 +152,7 @@ def test_a_marched_run_solves_the_heat_equation_window_by_window(marched):
     steps = [int(r["step"]) for r in rows]
     assert steps == sorted(steps) and steps[-1] == metrics["steps"]
     assert START_TERM in rows[-1] and rows[0][START_TERM] == ""
-    logged = logged_scalars(run_dir / "tensorboard")  # one run in TensorBoard too
+    logged = events(run_dir / "tensorboard")  # one run in TensorBoard too
     assert [step for step, _ in logged["loss"]] == steps  # no window starts again at 0
     assert [v for _, v in logged["loss"]] == pytest.approx([float(r["loss"]) for r in rows], 1e-6)
     assert logged[f"loss/{START_TERM}"][0][0] == 165  # window 1 starts at step 165
