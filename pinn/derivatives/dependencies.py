@@ -15,8 +15,10 @@ whatever operations it holds:
     carrying = carrying_nodes(graph)            forward: depends on x through floats
     needed = needed_nodes(graph, carrying)      backward: reaches the output through carrying
 
-An operation that writes into its arguments (`add_`, `copy_`) on a carrying value is always
-needed, so without a rule it is refused rather than run on the value alone.
+Tracing turns in-place writes into their out-of-place forms (`pinn.derivatives.taylor_pass`);
+what writes in place is left, a write into the model's own input (`x[:, 0].mul_(2)` becomes a
+`copy_` into x), is always needed on a carrying value, so it is refused (it has no rule) rather
+than run on the value alone.
 """
 
 from __future__ import annotations

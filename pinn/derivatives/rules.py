@@ -455,6 +455,48 @@ def _to_copy(order: Order, x: Terms, **kwargs) -> Terms:
     )
 
 
+def _written(op: Callable[..., Tensor], rows_op: Callable[..., Tensor], tensors: tuple) -> Rule:
+    """Operations that write tensors into a copy of another: what tracing makes of in-place
+    writes (`out[:, 0] = a`, `index_fill_`, `masked_fill_`). They are linear in their tensor
+    arguments at the positions `tensors` together (indices, masks and fill values are
+    constants), so the rows are the same write of those arguments' rows (zeros for constant
+    ones): `rows_op` takes the operation's arguments with rows in those positions."""
+
+    def rule(order: Order, *args, **kwargs) -> Terms:
+        _require_constant(op, [a for i, a in enumerate(args) if i not in tensors], kwargs)
+        values = [value_of(a) for a in args]
+        value = op(*values, **kwargs)
+
+        def rows_of(kind: str) -> Tensor | None:
+            carried = {i: getattr(args[i], kind) for i in tensors if is_terms(args[i])}
+            if all(rows is None for rows in carried.values()):
+                return None
+            k = next(rows.shape[0] for rows in carried.values() if rows is not None)
+            arguments = list(values)
+            for i in tensors:
+                rows = carried.get(i)
+                arguments[i] = (
+                    values[i].new_zeros(k, *values[i].shape)
+                    if rows is None
+                    else _full(rows, values[i])
+                )
+            return rows_op(*arguments, **kwargs)
+
+        return Terms(value, rows_of("first"), rows_of("second"))
+
+    return rule
+
+
+def _copy(target: Tensor, source: Tensor, non_blocking: bool = False) -> Tensor:
+    """aten.copy (what `target[...] = source` becomes), differentiable: autograd has no
+    derivative for aten.copy itself."""
+    return source.to(target.dtype).broadcast_to(target.shape)
+
+
+def _index_put_rows(rows: Tensor, indices: list, source: Tensor, accumulate=False) -> Tensor:
+    return torch.vmap(lambda r, s: aten.index_put(r, indices, s, accumulate))(rows, source)
+
+
 def _identity(order: Order, x: Terms, *args, **kwargs) -> Terms:
     return x
 
@@ -544,6 +586,44 @@ RULES: dict[object, Rule] = {
     aten.expand.default: _expand,
     aten.clone.default: _on_rows(aten.clone, lambda r, **kwargs: r.clone()),
     aten.alias.default: _identity,
+    aten.copy.default: _written(
+        _copy, lambda r, source, non_blocking=False: _full(source, r[0]).to(r.dtype), (0, 1)
+    ),
+    aten.select_scatter.default: _written(
+        aten.select_scatter.default,
+        lambda r, source, dim, i: aten.select_scatter(r, source, _shift(dim), i),
+        (0, 1),
+    ),
+    aten.slice_scatter.default: _written(
+        aten.slice_scatter.default,
+        lambda r, source, dim=0, start=None, end=None, step=1: aten.slice_scatter(
+            r, source, _shift(dim), start, end, step
+        ),
+        (0, 1),
+    ),
+    aten.diagonal_scatter.default: _written(
+        aten.diagonal_scatter.default,
+        lambda r, source, offset=0, dim1=0, dim2=1: aten.diagonal_scatter(
+            r, source, offset, _shift(dim1), _shift(dim2)
+        ),
+        (0, 1),
+    ),
+    aten.index_copy.default: _written(
+        aten.index_copy.default,
+        lambda r, dim, index, source: aten.index_copy(r, _shift(dim), index, source),
+        (0, 3),
+    ),
+    aten.index_put.default: _written(aten.index_put.default, _index_put_rows, (0, 2)),
+    **{
+        op: _written(op, lambda r, dim, index, value: r.index_fill(_shift(dim), index, 0), (0,))
+        for op in (aten.index_fill.int_Scalar, aten.index_fill.int_Tensor)
+    },
+    **{
+        op: _written(op, lambda r, mask, value: r.masked_fill(mask, 0), (0,))
+        for op in (aten.masked_fill.Scalar, aten.masked_fill.Tensor)
+    },
+    aten.fill.Scalar: _constant(aten.fill.Scalar),
+    aten.zero.default: _constant(aten.zero.default),
     aten._to_copy.default: _to_copy,
     aten.index.Tensor: _vmapped(aten.index.Tensor),
     aten.flip.default: _vmapped(aten.flip),

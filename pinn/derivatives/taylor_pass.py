@@ -6,9 +6,11 @@
 `trace_model` records the model (with a hard constraint, Fourier features, skip connections,
 gates: whatever its forward does with torch operations) as a graph of aten operations with
 `make_fx` on fake tensors, so no arithmetic runs while tracing and a forward whose path depends
-on the values of its points is refused rather than frozen. The weights and buffers are inputs
-of the graph: the same graph serves every training step, and the parameters' gradients flow
-through the pass as through the model.
+on the values of its points is refused rather than frozen. The model is functionalised while
+traced: its in-place writes (`out[:, 0] = a`, `h.mul_(2)`, `index_fill_`) are recorded as their
+out-of-place forms (select_scatter, mul, index_fill), which have rules. The weights and buffers
+are inputs of the graph: the same graph serves every training step, and the parameters'
+gradients flow through the pass as through the model.
 
 `propagate` walks that graph with real tensors: operations through which derivatives travel
 from the points to the output follow their rule (`pinn.derivatives.rules`); everything else
@@ -222,7 +224,9 @@ def _trace(model: Callable, x: Tensor) -> Traced:
         model(probe[:2])  # fills what a model computes lazily on first call, outside tracing
     try:
         graph = make_fx(
-            _functional(model),
+            # in-place writes (`out[:, 0] = a`, `add_`) become their out-of-place forms
+            # (select_scatter, add), which have rules: the pass keeps no mutation
+            torch.func.functionalize(_functional(model), remove="mutations"),
             tracing_mode="fake",
             _allow_non_fake_inputs=True,
             # An explicit table, even empty, keeps `.detach()` as aten.detach: without one,
