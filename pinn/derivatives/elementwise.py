@@ -182,6 +182,57 @@ def _atan(z: Tensor) -> Derivatives:
     return Derivatives(aten.atan(z), slope, z * slope, scale=-2.0, relative=True)
 
 
+def _tan(z: Tensor) -> Derivatives:
+    # tan' = 1 + tan², tan'' = 2 tan tan'.
+    value = aten.tan(z)
+    return Derivatives(value, 1 + value * value, value, scale=2.0, relative=True)
+
+
+def _asin(z: Tensor) -> Derivatives:
+    # asin' = (1 - z²)^(-1/2), asin'' = z asin'³.
+    slope = torch.rsqrt(1 - z * z)
+    return Derivatives(aten.asin(z), slope, z * slope * slope, relative=True)
+
+
+def _acos(z: Tensor) -> Derivatives:
+    # acos = π/2 - asin: acos' = -asin', acos'' = -z asin'³ = z asin'² acos'.
+    slope = torch.rsqrt(1 - z * z)
+    return Derivatives(aten.acos(z), -slope, z * slope * slope, relative=True)
+
+
+def _asinh(z: Tensor) -> Derivatives:
+    # asinh' = (1 + z²)^(-1/2), asinh'' = -z asinh'³.
+    slope = torch.rsqrt(1 + z * z)
+    return Derivatives(aten.asinh(z), slope, z * slope * slope, scale=-1.0, relative=True)
+
+
+def _acosh(z: Tensor) -> Derivatives:
+    # acosh' = (z² - 1)^(-1/2), acosh'' = -z acosh'³.
+    slope = torch.rsqrt(z * z - 1)
+    return Derivatives(aten.acosh(z), slope, z * slope * slope, scale=-1.0, relative=True)
+
+
+def _atanh(z: Tensor) -> Derivatives:
+    # atanh' = 1 / (1 - z²), atanh'' = 2 z atanh'².
+    slope = torch.reciprocal(1 - z * z)
+    return Derivatives(aten.atanh(z), slope, z * slope, scale=2.0, relative=True)
+
+
+def _log_base(op: Callable[..., Tensor], base: float) -> ElementwiseRule:
+    # log_b' = 1 / (z ln b), log_b'' = -1 / (z² ln b).
+    def rule(z: Tensor) -> Derivatives:
+        reciprocal = torch.reciprocal(z)
+        slope = reciprocal / math.log(base)
+        return Derivatives(op(z), slope, reciprocal, scale=-1.0, relative=True)
+
+    return rule
+
+
+def _exp2(z: Tensor) -> Derivatives:
+    value = aten.exp2(z)
+    return Derivatives(value, math.log(2.0) * value, value, scale=math.log(2.0) ** 2)
+
+
 def _pow(z: Tensor, exponent: float) -> Derivatives:
     value = aten.pow(z, exponent)
     if not isinstance(exponent, (int, float)):  # a tensor of exponents
@@ -232,6 +283,15 @@ ELEMENTWISE_RULES: dict[object, ElementwiseRule] = {
     aten.sinh.default: _sinh,
     aten.cosh.default: _cosh,
     aten.atan.default: _atan,
+    aten.tan.default: _tan,
+    aten.asin.default: _asin,
+    aten.acos.default: _acos,
+    aten.asinh.default: _asinh,
+    aten.acosh.default: _acosh,
+    aten.atanh.default: _atanh,
+    aten.log2.default: _log_base(aten.log2, 2.0),
+    aten.log10.default: _log_base(aten.log10, 10.0),
+    aten.exp2.default: _exp2,
     aten.pow.Tensor_Scalar: _pow,
     aten.abs.default: _piecewise_linear(aten.abs, lambda z: torch.sign(z)),
     aten.relu.default: _piecewise_linear(aten.relu, lambda z: (z > 0).to(z.dtype)),

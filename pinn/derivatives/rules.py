@@ -207,7 +207,11 @@ def _linear_combination(value: Tensor, parts: list[tuple[object, float]]) -> Ter
             return None
         ndim = max(r.ndim for r in scaled)
         aligned = [r.reshape(r.shape[0], *[1] * (ndim - r.ndim), *r.shape[1:]) for r in scaled]
-        return functools.reduce(operator.add, aligned)
+        total = functools.reduce(operator.add, aligned)
+        # Rows may stay broadcast over the points ((k, 1, w) for every point alike), not over
+        # the last axis, which a following matmul contracts (x - logsumexp(x) in a softmax).
+        narrow = value.ndim > 0 and total.shape[-1] != value.shape[-1]
+        return _full(total, value) if narrow else total
 
     varying = [(p, c) for p, c in parts if is_terms(p)]
     first = combine([(p.first, c) for p, c in varying])
@@ -332,6 +336,67 @@ def _vector_norm(order: Order, x: Terms, ord=2, dim=None, keepdim=False, dtype=N
     squares = _mul(order, x, x)
     total = _sum(order, squares, dim, keepdim) if dim is not None else _sum_all(order, squares)
     return _elementwise(aten.sqrt.default, order, total)
+
+
+def _extreme_over(reduce: Callable[..., Tensor]) -> Rule:
+    """amax and amin: the derivative of the extreme entry, shared evenly among ties (as
+    autograd shares the gradient); piecewise linear, so the second terms are picked alike."""
+
+    def rule(order: Order, x: Terms, dim=(), keepdim=False) -> Terms:
+        dims = list(range(x.value.ndim)) if dim in ((), [], None) else dim
+        value = reduce(x.value, dims, True)
+        ties = (x.value == value).to(x.value.dtype)
+        share = ties / ties.sum(dims, keepdim=True)
+        picked = _sum(order, _mul(order, x, share), dims, keepdim)
+        return Terms(reduce(x.value, dims, keepdim), picked.first, picked.second)
+
+    return rule
+
+
+def _extreme_and_index(reduce: Callable[..., Tensor], index: Callable[..., Tensor]) -> Rule:
+    """max.dim and min.dim: (the extreme values, as amax / amin, and their indices)."""
+    values_rule = _extreme_over(reduce)
+
+    def rule(order: Order, x: Terms, dim: int, keepdim: bool = False) -> tuple:
+        return values_rule(order, x, [dim], keepdim), index(x.value, dim, keepdim)
+
+    return rule
+
+
+def _variance(order: Order, x: Terms, dim=None, correction=None, keepdim=False) -> Terms:
+    """var over dims: Σ (x - mean)² / (n - correction), correction 1 unless given."""
+    dims = list(range(x.value.ndim)) if dim in (None, [], ()) else list(dim)
+    count = math.prod(x.value.shape[d] for d in dims)
+    centred = _sub(order, x, _mean(order, x, dims, True))
+    total = _sum(order, _mul(order, centred, centred), dims, keepdim)
+    return _mul(order, total, 1.0 / (count - (1 if correction is None else correction)))
+
+
+def _variance_mean(order: Order, x: Terms, dim=None, correction=None, keepdim=False) -> tuple:
+    dims = list(range(x.value.ndim)) if dim in (None, [], ()) else list(dim)
+    return _variance(order, x, dims, correction, keepdim), _mean(order, x, dims, keepdim)
+
+
+def _logsumexp(order: Order, x: Terms, dim, keepdim=False) -> Terms:
+    """log Σ exp(x) = m + log Σ exp(x - m) for any constant m: m, the largest x, is held
+    constant (the identity holds for every m, so the derivatives are exact)."""
+    shift = aten.amax(x.value, dim, True)
+    total = _sum(order, _elementwise(aten.exp.default, order, _sub(order, x, shift)), dim, True)
+    result = _add(order, _elementwise(aten.log.default, order, total), shift)
+    return result if keepdim else RULES[aten.squeeze.dims](order, result, list(dim))
+
+
+def _layer_norm(order: Order, x: Terms, shape, weight=None, bias=None, eps=1e-5) -> tuple:
+    """(out, mean, 1 / std) over the last len(shape) dimensions, as aten.native_layer_norm."""
+    dims = list(range(x.value.ndim - len(shape), x.value.ndim))
+    mean = _mean(order, x, dims, True)
+    centred = _sub(order, x, mean)
+    variance = _mean(order, _mul(order, centred, centred), dims, True)
+    inverse = _elementwise(aten.rsqrt.default, order, _add(order, variance, eps))
+    out = _mul(order, centred, inverse)
+    out = out if weight is None else _mul(order, out, weight)
+    out = out if bias is None else _add(order, out, bias)
+    return out, mean, inverse
 
 
 def _prod(order: Order, x: Terms, dim: int = 0, keepdim: bool = False, dtype=None) -> Terms:
@@ -555,6 +620,17 @@ RULES: dict[object, Rule] = {
     aten.sum.default: _sum_all,
     aten.mean.dim: _mean,
     aten.prod.dim_int: _prod,
+    aten.amax.default: _extreme_over(aten.amax),
+    aten.amin.default: _extreme_over(aten.amin),
+    aten.logsumexp.default: _logsumexp,
+    aten.max.dim: _extreme_and_index(aten.amax, aten.argmax),
+    aten.min.dim: _extreme_and_index(aten.amin, aten.argmin),
+    aten.var.correction: _variance,
+    aten.var_mean.correction: _variance_mean,
+    aten.native_layer_norm.default: _layer_norm,
+    aten.cumsum.default: _on_rows(
+        aten.cumsum.default, lambda r, dim, dtype=None: r.cumsum(_shift(dim), dtype=dtype)
+    ),
     aten.prod.default: _prod_all,
     aten.cat.default: _join(torch.cat),
     aten.stack.default: _join(torch.stack),

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import torch
 from torch import fx, nn
+from torch._decomp import get_decompositions
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -222,28 +223,7 @@ def _trace(model: Callable, x: Tensor) -> Traced:
     probe = x.detach()
     with torch.no_grad():
         model(probe[:2])  # fills what a model computes lazily on first call, outside tracing
-    try:
-        graph = make_fx(
-            # in-place writes (`out[:, 0] = a`, `add_`) become their out-of-place forms
-            # (select_scatter, add), which have rules: the pass keeps no mutation
-            torch.func.functionalize(_functional(model), remove="mutations"),
-            tracing_mode="fake",
-            _allow_non_fake_inputs=True,
-            # An explicit table, even empty, keeps `.detach()` as aten.detach: without one,
-            # torch >= 2.14 records it as aten.alias, and the pass would differentiate through it.
-            decomposition_table={},
-        )(*_state(model), probe)
-    except Exception as error:  # tracing fails on value-dependent Python (if, .item(), ...)
-        raise TaylorModeUnsupported(
-            f"{_name(model)} could not be traced into torch operations ({type(error).__name__}: "
-            f"{first_line(error)}); a forward that branches on the values of its points "
-            "(an `if` on a tensor, .item(), .tolist()) cannot run in Taylor mode: use "
-            "torch.where instead, or the autograd engine"
-        ) from None
-    graph.graph.eliminate_dead_code()
-    graph.recompile()
-    rules = _rules(graph.graph)
-    missing = [node.target for node, rule in rules.items() if rule is None]
+    graph, rules, missing = _decomposed(model, probe)
     where = _locate(model, probe, set(missing)) if missing else {}
     unsupported = [f"{op}" + (f" ({where[op]})" if op in where else "") for op in missing]
     without_series = sorted(
@@ -256,6 +236,60 @@ def _trace(model: Callable, x: Tensor) -> Traced:
         }
     )
     return Traced(*_program(graph, rules), unsupported, without_series)
+
+
+def _decomposed(model: Callable, probe: Tensor) -> tuple[fx.GraphModule, dict, list]:
+    """The model's graph, its rules and the operations left without one (`_rules`).
+
+    An operation without a rule (elu, leaky_relu, mish, softmax, ...) is traced again through
+    torch's decomposition of it, kept where the operations it becomes all have rules or
+    decompose further, dropped where it ends in operations that do neither (torch's primitives,
+    prims.*): the message then names the model's own operation.
+    """
+    decompositions: dict = {}
+    tried: set = set()
+    graph = _graph(model, probe, decompositions)
+    rules = _rules(graph.graph)
+    while True:
+        missing = list(dict.fromkeys(node.target for node, rule in rules.items() if rule is None))
+        untried = [op for op in missing if op not in tried]
+        if not untried:
+            return graph, rules, missing
+        op = untried[0]
+        tried.add(op)
+        trial = {**decompositions, **get_decompositions([op])}
+        if len(trial) == len(decompositions):
+            continue  # torch has no decomposition of it
+        trial_graph = _graph(model, probe, trial)
+        trial_rules = _rules(trial_graph.graph)
+        new = {node.target for node, rule in trial_rules.items() if rule is None} - set(missing)
+        if all(get_decompositions([op]) for op in new):  # none left a dead end (prims.*)
+            decompositions, graph, rules = trial, trial_graph, trial_rules
+
+
+def _graph(model: Callable, probe: Tensor, decompositions: dict) -> fx.GraphModule:
+    """The model's aten graph at points like `probe`, `decompositions` applied."""
+    try:
+        graph = make_fx(
+            # in-place writes (`out[:, 0] = a`, `add_`) become their out-of-place forms
+            # (select_scatter, add), which have rules: the pass keeps no mutation
+            torch.func.functionalize(_functional(model), remove="mutations"),
+            tracing_mode="fake",
+            _allow_non_fake_inputs=True,
+            # An explicit table, even empty, keeps `.detach()` as aten.detach: without one,
+            # torch >= 2.14 records it as aten.alias, and the pass would differentiate through it.
+            decomposition_table=decompositions,
+        )(*_state(model), probe)
+    except Exception as error:  # tracing fails on value-dependent Python (if, .item(), ...)
+        raise TaylorModeUnsupported(
+            f"{_name(model)} could not be traced into torch operations ({type(error).__name__}: "
+            f"{first_line(error)}); a forward that branches on the values of its points "
+            "(an `if` on a tensor, .item(), .tolist()) cannot run in Taylor mode: use "
+            "torch.where instead, or the autograd engine"
+        ) from None
+    graph.graph.eliminate_dead_code()
+    graph.recompile()
+    return graph
 
 
 def _functional(model: Callable) -> Callable:
@@ -317,9 +351,14 @@ class _Locator(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if func in self.ops and func not in self.where:
-            frames = [f for f in traceback.extract_stack() if "/torch/" not in f.filename]
-            if frames:
-                frame = frames[-2] if frames[-1].filename == __file__ else frames[-1]
+            stack = traceback.extract_stack()
+            # the model's own frames: below `_locate`'s call, outside torch and this module
+            start = max(i for i, f in enumerate(stack) if f.name == "_locate") + 1
+            frames = [
+                f for f in stack[start:] if "/torch/" not in f.filename and f.filename != __file__
+            ]
+            if frames:  # none where torch's own modules call it (an nn.Sequential's layer)
+                frame = frames[-1]
                 self.where[func] = f"{frame.filename}:{frame.lineno}: {frame.line}"
         return func(*args, **(kwargs or {}))
 

@@ -273,7 +273,7 @@ class Branching(nn.Module):
 @pytest.mark.parametrize(
     ("model", "culprit"),
     [
-        (nn.Sequential(nn.Linear(2, 3), nn.Hardswish(), nn.Linear(3, 1)), "aten.hardswish"),
+        (nn.Sequential(nn.Linear(2, 4), nn.GroupNorm(2, 4), nn.Linear(4, 1)), "group_norm"),
         (
             nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3), nn.Linear(3, 1)),
             "batch_norm",
