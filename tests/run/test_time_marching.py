@@ -4,6 +4,7 @@ window's initial value the previous window's solution."""
 import csv
 import os
 import signal
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -30,7 +31,9 @@ from pinn.derivatives.taylor import taylor_forward
 from pinn.nn import TimeWindows
 from pinn.problem.time_windows import START_TERM, WindowStart, window_problem
 from pinn.run import time_marching
+from pinn.training.callbacks import Callback
 from pinn.training.checkpoint import load_checkpoint
+from pinn.training.state import FitResult
 
 SPACE_TIME = SpaceTime(Box([0.0], [1.0]), 0.0, 1.0)
 
@@ -233,3 +236,33 @@ def test_a_window_start_takes_the_previous_network_values_and_time_derivatives()
     jacobian = vmap(jacrev(lambda p: net(p[None])[0]))(points)  # (7, 2 outputs, 2 inputs)
     assert torch.allclose(rates, jacobian[:, :, 1], atol=1e-12, rtol=0)
     assert not (points.requires_grad or values.requires_grad or rates.requires_grad)
+
+
+class Recorder(Callback):
+    """Notes what a run's logger is shown: (event, step, state.step, rows in state.history)."""
+
+    def __init__(self):
+        self.seen = []
+
+    def on_checkpoint(self, path, step, state):
+        self.seen.append(("checkpoint", step, state.step, len(state.history)))
+
+    def on_phase(self, old, new, state):
+        self.seen.append((f"{old}->{new}", None, state.step, len(state.history)))
+
+    def on_end(self, result, state):
+        self.seen.append(("end", result.steps, state.step, len(state.history)))
+
+
+def test_a_window_shows_the_loggers_checkpoints_and_phases_with_steps_counted_on():
+    recorder = Recorder()
+    history = time_marching.WindowHistory(None, [recorder])
+    first = FitResult(history=[{"step": 0, "loss": 1.0}, {"step": 40, "loss": 0.5}], steps=50)
+    history.begin(1, [first])
+    state = SimpleNamespace(history=[{"step": 0, "loss": 0.4}], step=20)
+    history.on_phase("adam", "gauss_newton", state)
+    history.on_checkpoint("checkpoint.pt", 20, state)
+    history.on_end(FitResult(steps=30), state)
+    assert recorder.seen == [("adam->gauss_newton", None, 70, 3), ("checkpoint", 70, 70, 3)]
+    history.finish(FitResult(steps=80))  # the whole run's end: once, with every window's rows
+    assert recorder.seen[-1] == ("end", 80, 70, 3)
