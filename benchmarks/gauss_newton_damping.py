@@ -1,0 +1,91 @@
+"""Gauss-Newton from one trained network with several first dampings: loss per iteration, step
+lengths the line search took, and the quantities of interest at the end.
+
+    python benchmarks/gauss_newton_damping.py <finished run dir> [--dampings 1e-8 1e-6]
+        [--iterations 12] [--points 4000] [--seed 0]
+
+Each damping starts from the run's network and the same Sobol points (`--points`, drawn with
+`--seed`), runs `--iterations` Levenberg-Marquardt iterations as the Gauss-Newton phase does
+(12-length line search, the problem's weights at 1), and prints one row per damping: the loss
+after 1, 4 and all iterations, the ratio of its final loss to the first damping's, the loss at
+as many fresh points (the next Sobol draw: far above the final loss, the network fits its
+points), the step lengths taken, and the problem's quantities. A damping too small for the
+problem shows as lengths of 1/16 and below at every iteration (README, "Gauss-Newton").
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+
+import torch
+
+import pinn
+from pinn.derivatives.engines import Engine
+from pinn.geometry.sampler import PointSampler
+from pinn.problem.quantities import evaluate_quantities
+from pinn.training.levenberg_marquardt import LevenbergMarquardt
+from pinn.training.residual_rows import ResidualRows
+
+
+def descend(run, batch, fresh, damping: float, iterations: int) -> tuple[list, list, float, dict]:
+    """(losses, lengths, the loss at the `fresh` points, quantities) after `iterations`
+    iterations from the run's network on `batch`."""
+    model = copy.deepcopy(run.model)
+    engine = Engine("auto", model, batch.interior[:2], announce=False)
+    rows_of = ResidualRows(run.problem, model, engine, {})
+    optimizer = LevenbergMarquardt(
+        list(model.parameters()), damping=damping, line_search=12, solver="parameters"
+    )
+
+    def evaluate(jacobian):
+        rows = rows_of(batch, jacobian)
+        return rows.values, rows.jacobian, rows.terms
+
+    losses, lengths = [], []
+    for _ in range(iterations):
+        optimizer.iterate(evaluate, 1, lambda loss, info: losses.append(float(loss)))
+        lengths.append(optimizer.last_length)
+    quantities = {
+        name: float(value) for name, value in evaluate_quantities(run.problem, model).items()
+    }
+    fresh_loss = float(rows_of(fresh, False).values.square().sum())
+    return losses, lengths, fresh_loss, quantities
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("run_dir")
+    parser.add_argument("--dampings", type=float, nargs="+", default=[1e-8, 1e-6])
+    parser.add_argument("--iterations", type=int, default=12)
+    parser.add_argument("--points", type=int, default=4000)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    run = pinn.load_run(args.run_dir)
+    generator = torch.Generator().manual_seed(args.seed)
+    dtype = next(run.model.parameters()).dtype
+    sampler = PointSampler(run.problem.domain, args.points, 1, "sobol", generator, dtype=dtype)
+    batch, fresh = sampler.draw(), sampler.draw()  # the second: points never trained on
+    print(f"{args.run_dir}: {args.points} Sobol points, {args.iterations} iterations")
+    print(
+        "| damping | after 1 | after 4 | final | final / first's | fresh | lengths | quantities |"
+    )
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |")
+    baseline = None
+    for damping in args.dampings:
+        losses, lengths, fresh_loss, quantities = descend(
+            run, batch, fresh, damping, args.iterations
+        )
+        final = losses[-1] if losses else float("nan")
+        baseline = final if baseline is None else baseline
+        shown = ", ".join(f"1/{round(1 / length)}" if length else "0" for length in lengths)
+        values = ", ".join(f"{name} {value:.4g}" for name, value in quantities.items())
+        at = [losses[k] if len(losses) > k else float("nan") for k in (0, 3)]
+        print(
+            f"| {damping:g} | {at[0]:.3e} | {at[1]:.3e} | {final:.3e} | {final / baseline:.3f} "
+            f"| {fresh_loss:.3e} | {shown} | {values} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
