@@ -12,12 +12,13 @@ import logging
 
 import pytest
 import torch
+from jet_checks import assert_jet_matches
+from jet_checks import torch_func_reference as reference
 from torch import nn
-from torch.func import hessian, jacrev, vmap
 
 from pinn.derivatives.engines import Engine, TaylorField, resolve_engine
 from pinn.derivatives.rules import rule_for
-from pinn.derivatives.taylor import taylor_forward, taylor_laplacian, taylor_supported
+from pinn.derivatives.taylor import taylor_forward, taylor_supported
 from pinn.derivatives.taylor_pass import trace_model
 from pinn.geometry import Ball, Box, Disk, Domain, Polygon, SpaceTime
 from pinn.nn import MLP
@@ -62,27 +63,12 @@ def constrained(name: str, generator: torch.Generator) -> tuple[nn.Module, torch
     return HardConstraint(network, transform), points
 
 
-def reference(model, x: torch.Tensor):
-    """value (N, m), gradient (N, m, d), Hessian (N, m, d, d) by torch.func."""
-
-    def single(point):
-        return model(point[None])[0]
-
-    return model(x), vmap(jacrev(single))(x), vmap(hessian(single))(x)
-
-
 def close(actual, expected, msg=None):
     torch.testing.assert_close(actual, expected, **TOL, msg=msg)
 
 
 def assert_matches_torch_func(model, x: torch.Tensor) -> None:
-    value, gradient, full = reference(model, x)
-    diagonal = full.diagonal(dim1=-2, dim2=-1)
-    jet = taylor_forward(model, x, list(range(x.shape[1])), "diagonal")
-    close(jet.value, value, "value")
-    close(jet.first, gradient, "gradient")
-    close(jet.second, diagonal, "diagonal Hessian")
-    close(taylor_laplacian(model, x).laplacian, diagonal.sum(-1), "Laplacian")
+    assert_jet_matches(model, x, *reference(model, x))
 
 
 def traced_ops(model, x: torch.Tensor) -> set[str]:

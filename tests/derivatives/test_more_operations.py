@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from jet_checks import assert_jet_matches, torch_func_reference
 from torch import nn
 from torch.func import functional_call, grad, hessian, jacrev, vmap
 
@@ -79,14 +80,7 @@ def points() -> torch.Tensor:
 
 def check(model, x: torch.Tensor) -> None:
     assert taylor_supported(model, x) == (True, "")  # carried whole: no fallback
-
-    def single(point):
-        return model(point[None])[0]
-
-    jet = taylor_forward(model, x, [0, 1, 2], "full")
-    torch.testing.assert_close(jet.value, model(x), **TOL)
-    torch.testing.assert_close(jet.first, vmap(jacrev(single))(x), **TOL)
-    torch.testing.assert_close(jet.second, vmap(hessian(single))(x), **TOL)
+    assert_jet_matches(model, x, *torch_func_reference(model, x))
 
 
 @pytest.mark.parametrize("name", LAYERS)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+from jet_checks import assert_jet_matches
+from jet_checks import torch_func_reference as reference
 from torch.func import functional_call, grad, hessian, jacrev, vmap
 
 from pinn.derivatives.taylor import taylor_forward, taylor_laplacian, taylor_supported
@@ -70,15 +72,6 @@ def transform(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return g, b
 
 
-def reference(model: torch.nn.Module, x: torch.Tensor):
-    """value (N, m), gradient (N, m, d), Hessian (N, m, d, d) by torch.func."""
-
-    def single(point):
-        return model(point[None])[0]
-
-    return model(x), vmap(jacrev(single))(x), vmap(hessian(single))(x)
-
-
 def close(actual, expected):
     torch.testing.assert_close(actual, expected, **TOL)
 
@@ -91,14 +84,7 @@ def test_every_derivative_matches_torch_func(kind, d, m, constrained):
     model = build(kind, d, m, constrained)
     x = torch.rand(5, d, generator=torch.Generator().manual_seed(1), dtype=DTYPE)
     assert taylor_supported(model, x) == (True, "")  # carried whole: no operation falls back
-    value, gradient, full = reference(model, x)
-    inputs = list(range(d))
-    diagonal_jet = taylor_forward(model, x, inputs, "diagonal")
-    close(diagonal_jet.value, value)
-    close(diagonal_jet.first, gradient)
-    close(diagonal_jet.second, full.diagonal(dim1=-2, dim2=-1))
-    close(taylor_laplacian(model, x).laplacian, full.diagonal(dim1=-2, dim2=-1).sum(-1))
-    close(taylor_forward(model, x, inputs, "full").second, full)
+    assert_jet_matches(model, x, *reference(model, x))
 
 
 @pytest.mark.parametrize("constrained", [False, True], ids=["free", "hard"])
