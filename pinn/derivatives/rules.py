@@ -338,12 +338,17 @@ def _vector_norm(order: Order, x: Terms, ord=2, dim=None, keepdim=False, dtype=N
     return _elementwise(aten.sqrt.default, order, total)
 
 
+def _reduced(x: Terms, dim) -> list[int]:
+    """The dimensions a reduction's `dim` names: every one where it names none."""
+    return list(range(x.value.ndim)) if dim in (None, [], ()) else list(dim)
+
+
 def _extreme_over(reduce: Callable[..., Tensor]) -> Rule:
     """amax and amin: the derivative of the extreme entry, shared evenly among ties (as
     autograd shares the gradient); piecewise linear, so the second terms are picked alike."""
 
     def rule(order: Order, x: Terms, dim=(), keepdim=False) -> Terms:
-        dims = list(range(x.value.ndim)) if dim in ((), [], None) else dim
+        dims = _reduced(x, dim)
         value = reduce(x.value, dims, True)
         ties = (x.value == value).to(x.value.dtype)
         share = ties / ties.sum(dims, keepdim=True)
@@ -365,7 +370,7 @@ def _extreme_and_index(reduce: Callable[..., Tensor], index: Callable[..., Tenso
 
 def _variance(order: Order, x: Terms, dim=None, correction=None, keepdim=False) -> Terms:
     """var over dims: Σ (x - mean)² / (n - correction), correction 1 unless given."""
-    dims = list(range(x.value.ndim)) if dim in (None, [], ()) else list(dim)
+    dims = _reduced(x, dim)
     count = math.prod(x.value.shape[d] for d in dims)
     centred = _sub(order, x, _mean(order, x, dims, True))
     total = _sum(order, _mul(order, centred, centred), dims, keepdim)
@@ -373,7 +378,7 @@ def _variance(order: Order, x: Terms, dim=None, correction=None, keepdim=False) 
 
 
 def _variance_mean(order: Order, x: Terms, dim=None, correction=None, keepdim=False) -> tuple:
-    dims = list(range(x.value.ndim)) if dim in (None, [], ()) else list(dim)
+    dims = _reduced(x, dim)
     return _variance(order, x, dims, correction, keepdim), _mean(order, x, dims, keepdim)
 
 

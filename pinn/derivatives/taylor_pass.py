@@ -263,7 +263,7 @@ def _decomposed(model: Callable, probe: Tensor) -> tuple[fx.GraphModule, dict, l
         trial_graph = _graph(model, probe, trial)
         trial_rules = _rules(trial_graph.graph)
         new = {node.target for node, rule in trial_rules.items() if rule is None} - set(missing)
-        if all(get_decompositions([op]) for op in new):  # none left a dead end (prims.*)
+        if all(get_decompositions([other]) for other in new):  # no dead end (prims.*)
             decompositions, graph, rules = trial, trial_graph, trial_rules
 
 
