@@ -2,7 +2,7 @@
 lengths the line search took, and the quantities of interest at the end.
 
     python benchmarks/gauss_newton_damping.py <finished run dir> [--dampings 1e-8 1e-6]
-        [--iterations 12] [--points 4000] [--seed 0]
+        [--iterations 12] [--points 4000] [--seed 0] [--adapt]
 
 Each damping starts from the run's network and the same Sobol points (`--points`, drawn with
 `--seed`), runs `--iterations` Levenberg-Marquardt iterations as the Gauss-Newton phase does
@@ -11,6 +11,8 @@ after 1, 4 and all iterations, the ratio of its final loss to the first damping'
 as many fresh points (the next Sobol draw: far above the final loss, the network fits its
 points), the step lengths taken, and the problem's quantities. A damping too small for the
 problem shows as lengths of 1/16 and below at every iteration (README, "Gauss-Newton").
+`--adapt` runs each damping twice, held (as by default) and moved by the lengths the search
+takes (`trainer.gauss_newton.adapt_damping=true`).
 """
 
 from __future__ import annotations
@@ -28,14 +30,20 @@ from pinn.training.levenberg_marquardt import LevenbergMarquardt
 from pinn.training.residual_rows import ResidualRows
 
 
-def descend(run, batch, fresh, damping: float, iterations: int) -> tuple[list, list, float, dict]:
+def descend(
+    run, batch, fresh, damping: float, iterations: int, adapt: bool
+) -> tuple[list, list, float, dict]:
     """(losses, lengths, the loss at the `fresh` points, quantities) after `iterations`
-    iterations from the run's network on `batch`."""
+    iterations from the run's network on `batch`, the damping moved by the lengths if `adapt`."""
     model = copy.deepcopy(run.model)
     engine = Engine("auto", model, batch.interior[:2], announce=False)
     rows_of = ResidualRows(run.problem, model, engine, {})
     optimizer = LevenbergMarquardt(
-        list(model.parameters()), damping=damping, line_search=12, solver="parameters"
+        list(model.parameters()),
+        damping=damping,
+        line_search=12,
+        solver="parameters",
+        adapt_damping=adapt,
     )
 
     def evaluate(jacobian):
@@ -60,6 +68,7 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=12)
     parser.add_argument("--points", type=int, default=4000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--adapt", action="store_true", help="also with adapt_damping")
     args = parser.parse_args()
     run = pinn.load_run(args.run_dir)
     generator = torch.Generator().manual_seed(args.seed)
@@ -72,9 +81,10 @@ def main() -> None:
     )
     print("| ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |")
     baseline = None
-    for damping in args.dampings:
+    ways = (False, True) if args.adapt else (False,)
+    for damping, adapt in [(damping, adapt) for damping in args.dampings for adapt in ways]:
         losses, lengths, fresh_loss, quantities = descend(
-            run, batch, fresh, damping, args.iterations
+            run, batch, fresh, damping, args.iterations, adapt
         )
         final = losses[-1] if losses else float("nan")
         baseline = final if baseline is None else baseline
@@ -82,7 +92,8 @@ def main() -> None:
         values = ", ".join(f"{name} {value:.4g}" for name, value in quantities.items())
         at = [losses[k] if len(losses) > k else float("nan") for k in (0, 3)]
         print(
-            f"| {damping:g} | {at[0]:.3e} | {at[1]:.3e} | {final:.3e} | {final / baseline:.3f} "
+            f"| {damping:g}{' adapted' if adapt else ''} | {at[0]:.3e} | {at[1]:.3e} "
+            f"| {final:.3e} | {final / baseline:.3f} "
             f"| {fresh_loss:.3e} | {shown} | {values} |"
         )
 

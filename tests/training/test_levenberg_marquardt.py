@@ -105,6 +105,36 @@ def test_the_line_search_takes_the_best_length_of_its_grid():
         LevenbergMarquardt([p], line_search=-1)
 
 
+def test_adapt_damping_moves_mu_by_the_length_the_search_takes():
+    """With adapt_damping each accepted step sets the next mu from the length t it took:
+    mu / t for t <= 1/8, mu / 4 (not below the first mu) for t = 1, mu kept for 1/2 and 1/4;
+    each step is still the dense reference's at the mu it was solved with. On Rosenbrock from
+    (-1.2, 1) at a first mu of 1e-6 the search takes lengths 1/16, 1/8, 1/2 and 1 (each rule
+    met, 1/8 at the boundary), mu rises and falls back, and the iterates reach the minimum."""
+    p = torch.tensor([-1.2, 1.0], dtype=torch.float64)
+    optimizer = LevenbergMarquardt([p], damping=1e-6, line_search=6, adapt_damping=True)
+    seen, highest = [], 0.0
+    for _ in range(200):
+        start, before = p.clone(), optimizer.mu
+        rows, jacobian = rosenbrock_rows(start), torch.func.jacrev(rosenbrock_rows)(start)
+        if optimizer.step(rosenbrock(p)) is None or rows.square().sum() < 1e-28:
+            break
+        t, solved_with = optimizer.last_length, optimizer.last_damping
+        delta = dense_reference_step(rows, jacobian, solved_with)
+        assert (p - (start + t * delta)).abs().max().item() <= 1e-12
+        if before is not None and solved_with == before:  # no refusal raised it on the way
+            expected = {1.0: max(before / 4, optimizer.initial_mu), 0.5: before, 0.25: before}
+            assert optimizer.mu == pytest.approx(expected.get(t, before / t), rel=1e-15)
+            seen.append(t)
+        highest = max(highest, optimizer.mu)
+    assert {1 / 16, 1 / 8, 0.5, 1.0} <= set(seen)
+    assert highest >= 8 * optimizer.initial_mu  # the short steps raised it
+    assert optimizer.mu == optimizer.initial_mu  # and the full ones brought it back
+    assert (p - 1).abs().max().item() <= 1e-10
+    with pytest.raises(ConfigError, match="adapt_damping must be true or false"):
+        LevenbergMarquardt([p], adapt_damping="yes")
+
+
 def small_pinn(generator, n_points=300, width=20, depth=3):
     problem = Poisson()
     network = MLP(2, 1, width=width, depth=depth, generator=generator).double()

@@ -94,7 +94,11 @@ def test_adam_after_another_phase_logs_from_its_own_first_step():
 
 # The matrix-free Gauss-Newton step too: its Hutchinson draws are seeded by the iteration count.
 MATRIX_FREE = {"gauss_newton": {"steps": 6, "solver": "cg", "cg_iterations": 50}}
-RESUMED = {order: {} for order in ORDERS} | {"adam,gauss_newton (cg)": MATRIX_FREE}
+ADAPTED = {"gauss_newton": {"steps": 6, "adapt_damping": True}}  # mu moves: in the state
+RESUMED = {order: {} for order in ORDERS} | {
+    "adam,gauss_newton (cg)": MATRIX_FREE,
+    "adam,gauss_newton (adapted)": ADAPTED,
+}
 
 
 @pytest.mark.parametrize("order", RESUMED)
@@ -139,6 +143,7 @@ def test_resuming_with_another_phase_list_is_refused_in_one_line(written_checkpo
         ({"line_search": 1.5}, "trainer.gauss_newton.line_search must be a whole number >= 0"),
         ({"stall_decrease": 1.0}, "trainer.gauss_newton.stall_decrease must be in [0, 1)"),
         ({"max_tries": 0}, "trainer.gauss_newton.max_tries must be a whole number >= 1"),
+        ({"adapt_damping": "yes"}, "trainer.gauss_newton.adapt_damping must be true or false"),
     ],
 )
 def test_bad_gauss_newton_settings_are_refused_naming_the_key(block, message):

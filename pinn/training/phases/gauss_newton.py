@@ -42,6 +42,9 @@ class GaussNewtonSettings:
         dense_limit: "auto" solves by conjugate gradients above this many parameters.
         cg_iterations: the most Jacobian products (each about two backward passes of the
             rows) one conjugate-gradient solve takes.
+        adapt_damping: move the damping by the step length the line search takes (raised
+            after 1/8 or less, lowered after a full step) instead of holding it at `damping`
+            between refusals: for a problem whose search keeps taking lengths of 1/16 or less.
     """
 
     steps: int = 100
@@ -53,6 +56,7 @@ class GaussNewtonSettings:
     stall_decrease: float = 1e-3
     dense_limit: int = 6000
     cg_iterations: int = 500
+    adapt_damping: bool = False
 
     def __post_init__(self) -> None:
         for key in ("steps", "stall_window", "line_search"):
@@ -61,6 +65,11 @@ class GaussNewtonSettings:
         require_int("trainer.gauss_newton.dense_limit", self.dense_limit, minimum=1)
         require_int("trainer.gauss_newton.cg_iterations", self.cg_iterations, minimum=1)
         require_positive("trainer.gauss_newton.damping", self.damping)
+        if not isinstance(self.adapt_damping, bool):
+            raise ConfigError(
+                f"trainer.gauss_newton.adapt_damping must be true or false, "
+                f"got {self.adapt_damping!r}"
+            )
         if self.solver not in SOLVERS:
             raise ConfigError(
                 f"trainer.gauss_newton.solver must be one of {', '.join(SOLVERS)}, "
@@ -98,6 +107,7 @@ class GaussNewtonPhase(Phase):
             stall_decrease=settings.stall_decrease,
             dense_limit=settings.dense_limit,
             cg_iterations=settings.cg_iterations,
+            adapt_damping=settings.adapt_damping,
             world=state.world,
         )
         if saved is not None:  # mu, the next refusal's factor, the recent losses
