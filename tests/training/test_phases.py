@@ -98,6 +98,7 @@ ADAPTED = {"gauss_newton": {"steps": 6, "adapt_damping": True}}  # mu moves: in 
 RESUMED = {order: {} for order in ORDERS} | {
     "adam,gauss_newton (cg)": MATRIX_FREE,
     "adam,gauss_newton (adapted)": ADAPTED,
+    "adam,gauss_newton (redrawn)": {"gauss_newton": {"steps": 6, "resample_every": 2}},
 }
 
 

@@ -65,16 +65,22 @@ def test_training_lowers_the_loss():
     assert [row["phase"] for row in result.history][-1] == "final"
 
 
-def test_resampling_redraws_the_points_every_n_steps(monkeypatch):
-    drawn = []
+@pytest.fixture
+def drawn(monkeypatch):
+    """The interior points of every `PointSampler.draw` of the test, in order."""
+    interiors = []
     original = PointSampler.draw
 
     def spy(self):
         batch = original(self)
-        drawn.append(batch.interior.clone())
+        interiors.append(batch.interior.clone())
         return batch
 
     monkeypatch.setattr(PointSampler, "draw", spy)
+    return interiors
+
+
+def test_resampling_redraws_the_points_every_n_steps(drawn):
     small_run(adam={"steps": 7, "resample_every": 3}, lbfgs={"steps": 0})
     assert len(drawn) == 3  # at steps 0, 3 and 6
     assert not torch.allclose(drawn[0], drawn[1])
@@ -82,6 +88,21 @@ def test_resampling_redraws_the_points_every_n_steps(monkeypatch):
 
     drawn.clear()
     small_run(adam={"steps": 7, "resample_every": 0}, lbfgs={"steps": 0})
+    assert len(drawn) == 1
+
+
+def test_gauss_newton_redraws_the_points_every_n_iterations(drawn):
+    """Its iterations 2 and 4 of 5 start on new points (0: never), all five taken."""
+    gauss_newton = {"steps": 5, "resample_every": 2, "stall_window": 0}
+    _, result = small_run(
+        phases=["adam", "gauss_newton"], adam={"steps": 3}, gauss_newton=gauss_newton
+    )
+    assert len(drawn) == 3  # Adam's, then before Gauss-Newton's iterations 2 and 4
+    assert not torch.allclose(drawn[1], drawn[2])
+    rows = [row for row in result.history if row["phase"] == "gauss_newton"]
+    assert len(rows) == 5
+    drawn.clear()
+    small_run(phases=["adam", "gauss_newton"], adam={"steps": 3}, gauss_newton={"steps": 5})
     assert len(drawn) == 1
 
 
@@ -104,6 +125,7 @@ def test_weights_scale_the_terms_and_unknown_names_are_refused():
         ("adam.resample_every", 1.5),
         ("lbfgs.history_size", 0),
         ("lbfgs.resample_every", -1),
+        ("gauss_newton.resample_every", -2),
     ],
 )
 def test_settings_refuse_nonsense(key, value):

@@ -47,6 +47,22 @@ class Phase:
         when the state is in this phase; all of them before it starts)."""
         return self.settings.steps - (state.step - state.phase_start)
 
+    @staticmethod
+    def redraw_if_due(state: RunState, every: int, n: int) -> tuple[int, bool]:
+        """For a phase whose points are redrawn every `every` iterations (0 = never), before a
+        chunk of up to `n`: redraw them if the chunk starts at a multiple of `every` (not at
+        the phase's first iteration); returns (the chunk cut to end at the next redraw,
+        whether they were redrawn). Redraws fall before a chunk's first iteration: a
+        checkpoint taken at a redraw's iteration holds the points before it, and the resumed
+        run redraws them."""
+        if not every:
+            return n, False
+        done = state.step - state.phase_start
+        redrawn = done > 0 and done % every == 0
+        if redrawn:
+            state.batch = state.points.draw()
+        return min(n, every - done % every), redrawn
+
     def run(self, state: RunState, parts: Parts, saved: dict[str, Any] | None) -> None:
         """Train from `state` to the end of the budget (or an early stop it says why)."""
         raise NotImplementedError

@@ -1,7 +1,7 @@
 """The Gauss-Newton phase: Levenberg-Marquardt (`pinn.training.levenberg_marquardt`) on the
-last points drawn, the loss written as a sum of squares of residual rows
-(`pinn.training.residual_rows`), a history row per iteration, stopping early when no damping
-lowers the loss or on a plateau."""
+last points drawn (or redrawn every `resample_every` iterations), the loss written as a sum of
+squares of residual rows (`pinn.training.residual_rows`), a history row per iteration,
+stopping early when no damping lowers the loss or on a plateau."""
 
 from __future__ import annotations
 
@@ -42,6 +42,11 @@ class GaussNewtonSettings:
         dense_limit: "auto" solves by conjugate gradients above this many parameters.
         cg_iterations: the most Jacobian products (each about two backward passes of the
             rows) one conjugate-gradient solve takes.
+        resample_every: iterations between redraws of the training points (0 = never): on
+            fixed points the steps fit the points and not the flow between them (the loss at
+            fresh points far above); redrawn, each step fits new ones. Each iteration's line
+            search compares losses on its own points; the plateau rule judges each step by
+            its own ratio, so a redraw does not look like progress or its lack.
         adapt_damping: move the damping by the step length the line search takes (raised
             after 1/8 or less, lowered after a full step) instead of holding it at `damping`
             between refusals: for a problem whose search keeps taking lengths of 1/16 or less.
@@ -56,10 +61,11 @@ class GaussNewtonSettings:
     stall_decrease: float = 1e-3
     dense_limit: int = 6000
     cg_iterations: int = 500
+    resample_every: int = 0
     adapt_damping: bool = False
 
     def __post_init__(self) -> None:
-        for key in ("steps", "stall_window", "line_search"):
+        for key in ("steps", "stall_window", "line_search", "resample_every"):
             require_int(f"trainer.gauss_newton.{key}", getattr(self, key), minimum=0)
         require_int("trainer.gauss_newton.max_tries", self.max_tries, minimum=1)
         require_int("trainer.gauss_newton.dense_limit", self.dense_limit, minimum=1)
@@ -142,13 +148,12 @@ class GaussNewtonPhase(Phase):
             parts.row(step, self.name, terms, loss, validate=step % log_every == 0)
             last["loss"] = loss
 
+        def iterate(n: int) -> tuple[int, str | None]:
+            n, _ = self.redraw_if_due(state, settings.resample_every, n)
+            return optimizer.iterate(evaluate, n, on_iteration, parts.interrupts.requested)
+
         try:
-            self.run_chunks(
-                state,
-                parts,
-                lambda n: optimizer.iterate(evaluate, n, on_iteration, parts.interrupts.requested),
-                last,
-            )
+            self.run_chunks(state, parts, iterate, last)
         finally:
             if causal is not None:
                 causal.thaw()  # every later loss computes its own weights

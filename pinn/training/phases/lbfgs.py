@@ -108,18 +108,11 @@ class LBFGSPhase(Phase):
         every = settings.resample_every
 
         def iterate(n: int) -> tuple[int, str | None]:
-            # Redraws fall between chunks, before a chunk's first iteration: a checkpoint taken
-            # at a redraw's iteration holds the points before it, and the resumed run redraws.
             # Causal weights are held for a chunk: a line search measuring each trial with its
             # own weights compares different losses (and fails at once when the tolerance is
             # large). They are recomputed here, so the loss may jump, as with new points.
-            loss_changes = causal is not None
-            done = state.step - state.phase_start
-            if every:
-                if done and done % every == 0:
-                    state.batch = state.points.draw()
-                    loss_changes = True
-                n = min(n, every - done % every)
+            n, redrawn = self.redraw_if_due(state, every, n)
+            loss_changes = causal is not None or redrawn
             if causal is not None:
                 causal.thaw()
             if loss_changes:
