@@ -42,11 +42,11 @@ class GaussNewtonSettings:
         dense_limit: "auto" solves by conjugate gradients above this many parameters.
         cg_iterations: the most Jacobian products (each about two backward passes of the
             rows) one conjugate-gradient solve takes.
-        resample_every: iterations between redraws of the training points (0 = never): on
-            fixed points the steps fit the points and not the flow between them (the loss at
-            fresh points far above); redrawn, each step fits new ones. Each iteration's line
-            search compares losses on its own points; the plateau rule judges each step by
-            its own ratio, so a redraw does not look like progress or its lack.
+        resample_every: iterations between redraws of the training points (0 = never), so
+            that the steps fit new points rather than the same ones (measured on the cylinder,
+            README "Gauss-Newton": no lower fresh loss there). Each iteration's line search
+            compares losses on its own points; the plateau rule judges each step by its own
+            ratio, so a redraw does not look like progress or its lack.
         adapt_damping: move the damping by the step length the line search takes (raised
             after 1/8 or less, lowered after a full step) instead of holding it at `damping`
             between refusals: for a problem whose search keeps taking lengths of 1/16 or less.
