@@ -9,6 +9,7 @@ import os
 import pytest
 import torch
 
+import pinn
 import pinn.training.checkpointing
 
 SEED = 20240607
@@ -63,3 +64,27 @@ def written_checkpoints(monkeypatch) -> list[bytes]:
 
     monkeypatch.setattr(pinn.training.checkpointing, "save_checkpoint", keep)
     return written
+
+
+@pytest.fixture
+def erfinv_to_order_two():
+    """While a test runs, the Taylor pass carries erfinv to order 2 only: σ, σ' and σ''
+    registered, no rule of order >= 3 (every built-in function has those). Gives a function
+    of a tensor in (-1, 1) that calls it; the registration is removed after."""
+    from pinn.derivatives.elementwise import ELEMENTWISE_RULES
+    from pinn.derivatives.elementwise_higher import HIGHER_RULES
+
+    op = torch.ops.aten.erfinv.default
+    assert op not in ELEMENTWISE_RULES, "erfinv has a built-in rule now: pick another function"
+
+    def erfinv(z):  # erfinv' = sqrt(π) / 2 exp(erfinv²), erfinv'' = 2 erfinv erfinv'²
+        value = torch.erfinv(z)
+        slope = 0.5 * torch.pi**0.5 * torch.exp(value * value)
+        return value, slope, 2 * value * slope * slope
+
+    pinn.register_elementwise(op, erfinv)
+    try:
+        yield torch.erfinv
+    finally:
+        ELEMENTWISE_RULES.pop(op)
+        HIGHER_RULES.pop(op, None)

@@ -216,6 +216,50 @@ def _erf(z: Tensor, degree: int) -> list[Tensor]:
     return [aten.erf(z)] + [(-1) ** n * hermite[n] * gaussian for n in range(degree)]
 
 
+def _tan(z: Tensor, degree: int) -> list[Tensor]:
+    return _in_value(aten.tan(z), [1.0, 0.0, 1.0], degree)  # tan' = 1 + tan²
+
+
+# ---- inverse functions: the slope is a power of a quadratic in z ---------------------------
+
+
+def _slopes_of_quadratic_power(
+    z: Tensor, degree: int, constant: float, sign: float, exponent: float
+) -> list[Tensor]:
+    """σ', ..., σ^(degree) at z for σ' = (constant + sign z²)^exponent: the series of σ'(z + t),
+    a power of a quadratic in t, gives σ^(n)(z) = (n-1)! [t^(n-1)] σ'(z + t)."""
+    inner = constant + sign * z * z
+    outer = _power(aten.pow(inner, exponent), inner, exponent, degree - 1)
+    # The quadratic's own coefficients along t: 2 sign z, sign, then none.
+    rows = [2 * sign * z, torch.full_like(z, sign)] + [torch.zeros_like(z)] * (degree - 3)
+    slope_series = [outer[0], *compose(outer, rows[: degree - 1])]
+    return [math.factorial(n - 1) * slope_series[n - 1] for n in range(1, degree + 1)]
+
+
+def _inverse(op: object, constant: float, sign: float, exponent: float, flip: float = 1.0):
+    """The higher rule of an inverse function whose slope is flip (constant + sign z²)^exponent."""
+
+    def rule(z: Tensor, degree: int) -> list[Tensor]:
+        slopes = _slopes_of_quadratic_power(z, degree, constant, sign, exponent)
+        return [op(z)] + [flip * slope for slope in slopes]
+
+    return rule
+
+
+def _scaled(op: object, base: HigherRule, scale: float) -> HigherRule:
+    """σ(z) = base(z) scaled by `scale` past the value (log2 = log / ln 2)."""
+
+    def rule(z: Tensor, degree: int) -> list[Tensor]:
+        return [op(z)] + [scale * d for d in base(z, degree)[1:]]
+
+    return rule
+
+
+def _exp2(z: Tensor, degree: int) -> list[Tensor]:
+    value = aten.exp2(z)
+    return [value] + [value * math.log(2.0) ** n for n in range(1, degree + 1)]
+
+
 def _piecewise_linear(op: object) -> HigherRule:
     """σ and σ' from the σ rule, 0 beyond (almost everywhere), for relu, abs, clamp."""
 
@@ -269,6 +313,16 @@ for _op, _rule in {
     aten.silu.default: _silu,
     aten.gelu.default: _gelu,
     aten.erf.default: _erf,
+    aten.tan.default: _tan,
+    aten.atan.default: _inverse(aten.atan, 1.0, 1.0, -1.0),  # atan' = 1 / (1 + z²)
+    aten.asin.default: _inverse(aten.asin, 1.0, -1.0, -0.5),  # asin' = (1 - z²)^(-1/2)
+    aten.acos.default: _inverse(aten.acos, 1.0, -1.0, -0.5, flip=-1.0),
+    aten.asinh.default: _inverse(aten.asinh, 1.0, 1.0, -0.5),
+    aten.acosh.default: _inverse(aten.acosh, -1.0, 1.0, -0.5),  # (z² - 1)^(-1/2)
+    aten.atanh.default: _inverse(aten.atanh, 1.0, -1.0, -1.0),
+    aten.log2.default: _scaled(aten.log2, _log, 1 / math.log(2.0)),
+    aten.log10.default: _scaled(aten.log10, _log, 1 / math.log(10.0)),
+    aten.exp2.default: _exp2,
     **{
         op: _piecewise_linear(op)
         for op in (aten.abs.default, aten.relu.default, aten.clamp.default)

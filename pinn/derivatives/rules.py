@@ -331,11 +331,22 @@ def _extremum(compare: Callable[[Tensor, Tensor], Tensor]) -> Rule:
 
 
 def _vector_norm(order: Order, x: Terms, ord=2, dim=None, keepdim=False, dtype=None) -> Terms:
-    if ord != 2 or dtype is not None:
-        raise NotImplementedError(f"linalg_vector_norm with ord={ord}, dtype={dtype}")
-    squares = _mul(order, x, x)
-    total = _sum(order, squares, dim, keepdim) if dim is not None else _sum_all(order, squares)
-    return _elementwise(aten.sqrt.default, order, total)
+    """The p-norm over dim (every dimension if None): sqrt(Σ x²) for p = 2, (Σ |x|^p)^(1/p) for
+    any other p but 0, the largest (smallest) |x| for p = inf (-inf)."""
+    if ord == 0:
+        raise NotImplementedError("linalg_vector_norm with ord=0 (a count, not differentiable)")
+    if dtype is not None:
+        x = _to_copy(order, x, dtype=dtype)
+    dims = _reduced(x, dim)
+    if ord == 2:
+        total = _sum(order, _mul(order, x, x), dims, keepdim)
+        return _elementwise(aten.sqrt.default, order, total)
+    magnitude = _elementwise(aten.abs.default, order, x)
+    if math.isinf(ord):
+        extreme = RULES[aten.amax.default if ord > 0 else aten.amin.default]
+        return extreme(order, magnitude, dims, keepdim)
+    powered = _elementwise(aten.pow.Tensor_Scalar, order, magnitude, ord)
+    return _elementwise(aten.pow.Tensor_Scalar, order, _sum(order, powered, dims, keepdim), 1 / ord)
 
 
 def _reduced(x: Terms, dim) -> list[int]:
@@ -389,6 +400,51 @@ def _logsumexp(order: Order, x: Terms, dim, keepdim=False) -> Terms:
     total = _sum(order, _elementwise(aten.exp.default, order, _sub(order, x, shift)), dim, True)
     result = _add(order, _elementwise(aten.log.default, order, total), shift)
     return result if keepdim else RULES[aten.squeeze.dims](order, result, list(dim))
+
+
+def _atan2(order: Order, y, x) -> Terms:
+    """atan2(y, x) = θ0 + atan((x0 y - y0 x) / (x0 x + y0 y)) near any (x0, y0) other than the
+    origin, with (x0, y0) the values held constant: the angle turned from (x0, y0), whose
+    derivatives the rules of products and atan give, on every branch of atan2 alike."""
+    y0, x0 = value_of(y), value_of(x)
+    cross = _sub(order, _times(order, y, x0), _times(order, x, y0))
+    dot = _add(order, _times(order, x, x0), _times(order, y, y0))
+    turn = _elementwise(aten.atan.default, order, _div(order, cross, dot))
+    return Terms(aten.atan2(y0, x0), turn.first, turn.second)
+
+
+def _hypot(order: Order, a, b) -> Terms:
+    """sqrt(a² + b²), written out."""
+    squares = _add(order, _times(order, a, a), _times(order, b, b))
+    return _elementwise(aten.sqrt.default, order, squares)
+
+
+def _times(order: Order, a, b):
+    """a b, by the product rule where either factor depends on the points."""
+    return _mul(order, a, b) if is_terms(a) or is_terms(b) else a * b
+
+
+def _cdist(order: Order, a, b, p: float = 2.0, compute_mode=None) -> Terms:
+    """torch.cdist: the p-norms (..., P, R) of the differences between the rows of a (..., P, M)
+    and of b (..., R, M), written out (torch's own cdist has no second derivative); as torch's,
+    not differentiable where two rows coincide."""
+    unsqueeze = RULES[aten.unsqueeze.default]
+    rows_a = unsqueeze(order, a, -2) if is_terms(a) else a.unsqueeze(-2)
+    rows_b = unsqueeze(order, b, -3) if is_terms(b) else b.unsqueeze(-3)
+    return _vector_norm(order, _sub(order, rows_a, rows_b), p, [-1])
+
+
+def _convolution(order: Order, x: Terms, weight, bias, *layout) -> Terms:
+    """Convolutions (any dimension, stride, padding, groups) are linear in their input: the rows
+    pass through the same convolution without the bias, all k of them as one batch."""
+    _require_constant(aten.convolution, (weight, bias), {})
+    value = aten.convolution(x.value, weight, bias, *layout)
+
+    def convolve(rows: Tensor) -> Tensor:  # (k, N, C, *L) -> (k, N, C', *L')
+        out = aten.convolution(rows.flatten(0, 1), weight, None, *layout)
+        return out.unflatten(0, rows.shape[:2])
+
+    return _map_rows(x, value, convolve)
 
 
 def _layer_norm(order: Order, x: Terms, shape, weight=None, bias=None, eps=1e-5) -> tuple:
@@ -628,6 +684,10 @@ RULES: dict[object, Rule] = {
     aten.amax.default: _extreme_over(aten.amax),
     aten.amin.default: _extreme_over(aten.amin),
     aten.logsumexp.default: _logsumexp,
+    aten.atan2.default: _atan2,
+    aten.hypot.default: _hypot,
+    aten._cdist_forward.default: _cdist,
+    aten.convolution.default: _convolution,
     aten.max.dim: _extreme_and_index(aten.amax, aten.argmax),
     aten.min.dim: _extreme_and_index(aten.amin, aten.argmin),
     aten.var.correction: _variance,
@@ -708,6 +768,10 @@ RULES: dict[object, Rule] = {
     aten._to_copy.default: _to_copy,
     aten.index.Tensor: _vmapped(aten.index.Tensor),
     aten.flip.default: _vmapped(aten.flip),
+    aten.constant_pad_nd.default: _on_rows(  # the padding is constant: its derivatives are 0
+        aten.constant_pad_nd.default, lambda r, pad, value=0: aten.constant_pad_nd(r, pad, 0)
+    ),
+    **{pool: _vmapped(pool) for pool in (aten.avg_pool1d, aten.avg_pool2d, aten.avg_pool3d)},
     aten.roll.default: _vmapped(aten.roll),
     aten.narrow.default: _vmapped(aten.narrow),
     aten.repeat.default: _vmapped(aten.repeat),

@@ -35,8 +35,9 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from pinn.derivatives.dependencies import carrying_nodes, needed_nodes, on_values
-from pinn.derivatives.orders import Order
+from pinn.derivatives.orders import Diagonal, Order
 from pinn.derivatives.rules import Terms, carries_series, rule_for
+from pinn.derivatives.series import Univariate
 from pinn.errors import PinnError, first_line, validating
 
 Tensor = torch.Tensor
@@ -55,9 +56,10 @@ class Traced:
         with its Taylor rule.
     output: the graph's output, as references to those values.
     unsupported: "operation (where)" for each operation without a Taylor rule that the
-        derivatives pass through on their way to the output.
-    without_series: the operations among the others that have no rule for a univariate pass
-        of any order (`pinn.derivatives.univariate`), e.g. a rule of one's own.
+        derivatives pass through on their way to the output, or whose rule refuses the
+        arguments this model gives it (a norm of order 0, a convolution whose weights vary).
+    without_series: why a univariate pass of any order (`pinn.derivatives.univariate`) cannot
+        carry the others, one sentence per operation (e.g. a rule of one's own).
     """
 
     program: list[_Call]
@@ -228,14 +230,38 @@ def _trace(model: Callable, x: Tensor) -> Traced:
     unsupported = [f"{op}" + (f" ({where[op]})" if op in where else "") for op in missing]
     without_series = sorted(
         {
-            str(node.target)
+            f"{node.target} has no rule for derivatives of order 3 and more"
             for node, rule in rules.items()
             if rule is not None
             and not getattr(rule, "on_values", False)
             and not carries_series(node.target)
         }
     )
-    return Traced(*_program(graph, rules), unsupported, without_series)
+    traced = Traced(*_program(graph, rules), unsupported, without_series)
+    if not unsupported:
+        _try_rules(traced, model, probe)
+    return traced
+
+
+def _try_rules(traced: Traced, model: Callable, probe: Tensor) -> None:
+    """Add to `traced` the rules that refuse the arguments this model gives them (a norm of
+    order 0, a convolution whose weights vary with the points): a rule sees its arguments only
+    when it runs, and the engine must know before training whether to fall back. One pass of
+    each kind (second order along one input, then a univariate one) at the probe points."""
+    seed = probe.new_zeros(3, 1, probe.shape[1])
+    seed[0, 0, 0] = 1.0
+    with torch.no_grad():
+        try:
+            propagate(traced, model, probe, seed[:1], Diagonal(1))
+        except NotImplementedError as error:
+            traced.unsupported.append(str(error))
+            return
+        if traced.without_series:
+            return
+        try:
+            propagate(traced, model, probe, seed, Univariate(3))
+        except NotImplementedError as error:
+            traced.without_series.append(str(error))
 
 
 def _decomposed(model: Callable, probe: Tensor) -> tuple[fx.GraphModule, dict, list]:

@@ -81,8 +81,8 @@ def _supported(traced) -> tuple[bool, str]:
         return False, unsupported_message(traced.unsupported)
     if traced.without_series:
         return False, (
-            f"{traced.without_series[0]} has no rule for derivatives of order 3 and more "
-            "(give an elementwise function `higher=` in pinn.register_elementwise)"
+            f"{traced.without_series[0]} (give an elementwise function `higher=` in "
+            "pinn.register_elementwise)"
         )
     return True, ""
 

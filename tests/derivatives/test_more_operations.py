@@ -12,6 +12,7 @@ from jet_checks import assert_jet_matches, torch_func_reference
 from torch import nn
 from torch.func import functional_call, grad, hessian, jacrev, vmap
 
+import pinn
 from pinn.derivatives.taylor import taylor_forward, taylor_supported
 from pinn.derivatives.univariate import taylor_derivatives, univariate_supported
 
@@ -61,7 +62,35 @@ FUNCTIONS = {
     "xlogy": lambda x: torch.special.xlogy(x[:, :1], x[:, 1:2] + 1),
     "logaddexp": lambda x: torch.logaddexp(x[:, :1], x[:, 1:2] ** 2),
     "sinc": lambda x: torch.sinc(x),
+    "atan2": lambda x: torch.atan2(x[:, :1] - 0.5, x[:, 1:] - 0.5),  # every quadrant
+    "atan2_of_constant": lambda x: torch.atan2(torch.full_like(x, -0.3), x - 0.5),
+    "atan2_over_constant": lambda x: torch.atan2(torch.sin(x), torch.full_like(x, -0.3)),
+    "hypot": lambda x: torch.hypot(x[:, :1] - 0.5, torch.sin(x[:, 1:])),
+    "norm_1": lambda x: torch.linalg.vector_norm(x - 0.5, ord=1, dim=1, keepdim=True),
+    "norm_3": lambda x: torch.linalg.vector_norm(x - 0.5, ord=3, dim=1, keepdim=True),
+    "norm_minus_1": lambda x: torch.linalg.vector_norm(x, ord=-1.5, dim=1, keepdim=True),
+    "norm_inf": lambda x: torch.linalg.vector_norm(x - 0.5, ord=float("inf"), dim=1)[:, None],
+    "norm_minus_inf": lambda x: torch.linalg.norm(x - 0.5, ord=-float("inf"), dim=1)[:, None],
+    "conv1d": lambda x: torch.tanh(CONVOLUTION(x[:, None, :])).flatten(1),
+    "pad": lambda x: torch.nn.functional.pad(torch.sin(x), (1, 2), value=0.3) * x[:, :1],
+    "avg_pool": lambda x: torch.nn.functional.avg_pool1d(torch.sin(x)[:, None], 2, 1).flatten(1),
+    "avg_pool2d": lambda x: torch.nn.functional.avg_pool2d(
+        torch.sin(x[:, None, :, None] * x[:, None, None, :]), 2, 1
+    ).flatten(1),
 }
+
+
+def _convolution() -> nn.Module:
+    """Two channels of width 2 over the coordinates, padded, strided: (N, 1, 3) -> (N, 2, 2)."""
+    layer = nn.Conv1d(1, 2, kernel_size=2, stride=2, padding=1, dtype=DTYPE)
+    generator = torch.Generator().manual_seed(3)
+    with torch.no_grad():
+        for parameter in layer.parameters():
+            parameter.copy_(torch.randn(parameter.shape, generator=generator, dtype=DTYPE))
+    return layer
+
+
+CONVOLUTION = _convolution()
 
 
 def network(layer: nn.Module, seed: int = 0) -> nn.Module:
@@ -161,3 +190,82 @@ def test_third_derivatives_where_the_univariate_pass_carries_them(name):
     torch.testing.assert_close(reference(x), model(x), **TOL)
     series = taylor_derivatives(model, x, 1, 3)
     torch.testing.assert_close(series.derivatives[..., 2], third_derivative(reference, x, 1), **TOL)
+
+
+# ---- torch.cdist: no second derivative in torch, so against the distances written out -----
+
+CENTRES = torch.tensor([[0.2, 0.7, 0.4], [0.9, 0.1, 0.5], [0.5, 0.5, -0.3]], dtype=DTYPE)
+
+CDIST = {  # name: (the model with torch.cdist, the same written out)
+    "to_centres": (
+        lambda x: torch.exp(-(torch.cdist(x, CENTRES) ** 2)),
+        lambda x: torch.exp(-((x[:, None, :] - CENTRES) ** 2).sum(-1)),
+    ),
+    "p3": (
+        lambda x: torch.cdist(x, CENTRES, p=3.0),
+        lambda x: ((x[:, None, :] - CENTRES).abs() ** 3).sum(-1) ** (1 / 3),
+    ),
+    "both_vary": (
+        lambda x: torch.cdist(x[:, None, :2], torch.sin(x[:, None, 1:])).flatten(1),
+        lambda x: ((x[:, :2] - torch.sin(x[:, 1:])) ** 2).sum(-1, keepdim=True).sqrt(),
+    ),
+}
+
+
+@pytest.mark.parametrize("n", [9, 40])  # torch computes 25 points or more by a matrix product
+@pytest.mark.parametrize("name", CDIST)
+def test_cdist_is_carried_to_every_order(name, n):
+    """torch.cdist's own backward has no derivative, so nothing but the Taylor pass gives a
+    network of radial basis functions its Laplacian."""
+    model, written = CDIST[name]
+    x = 0.1 + 0.8 * torch.rand(n, 3, generator=torch.Generator().manual_seed(1), dtype=DTYPE)
+    torch.testing.assert_close(model(x), written(x), **TOL)
+    assert taylor_supported(model, x) == (True, "")
+    assert_jet_matches(model, x, *torch_func_reference(written, x))
+    series = taylor_derivatives(model, x, 2, 3)
+    torch.testing.assert_close(series.derivatives[..., 2], third_derivative(written, x, 2), **TOL)
+
+
+# ---- rules that refuse their arguments: found before any pass, so "auto" falls back ---------
+
+
+def test_a_rule_refusing_its_arguments_makes_the_model_unsupported():
+    """The norm's rule refuses order 0 (a count of nonzero entries) when it sees that
+    argument: the model is refused when traced, the rule named, and the engine "auto" gets
+    every derivative from autograd instead of failing in the middle of a pass."""
+
+    def model(x):
+        return torch.sin(x) * torch.linalg.vector_norm(x - 0.5, ord=0, dim=1, keepdim=True)
+
+    x = points()
+    supported, reason = taylor_supported(model, x)
+    assert not supported and "linalg_vector_norm with ord=0" in reason and "autograd" in reason
+    assert univariate_supported(model, x)[0] is False
+    value, gradient_, full = torch_func_reference(model, x)
+    torch.testing.assert_close(pinn.laplacian(model, x), full.diagonal(0, -2, -1).sum(-1), **TOL)
+    torch.testing.assert_close(pinn.gradient(model, x), gradient_, **TOL)
+
+
+def test_a_function_without_series_inside_a_rule_is_found_before_the_univariate_pass():
+    """atan2's rule goes through atan: with atan's rule replaced by one to order 2 only, the
+    univariate pass would fail half way; it is refused up front, and order 3 comes from
+    nested forward mode."""
+    from pinn.derivatives.elementwise import ELEMENTWISE_RULES
+
+    op = torch.ops.aten.atan.default
+    saved = ELEMENTWISE_RULES[op]
+    try:
+        pinn.register_elementwise(op, lambda z: saved(z))  # the same σ, no higher rule
+        x = points()
+
+        def model(x):  # a new one: traced graphs are kept per model
+            return torch.atan2(x[:, :1] - 0.5, x[:, 1:] - 0.5)
+
+        assert taylor_supported(model, x) == (True, "")
+        supported, reason = univariate_supported(model, x)
+        assert not supported and "aten.atan.default" in reason
+        got = pinn.derivative(model, x, 1, order=3)
+        torch.testing.assert_close(got, third_derivative(model, x, 1), **TOL)
+    finally:
+        ELEMENTWISE_RULES[op] = saved  # its higher rule, kept with the σ rule it extends, is back
+    assert univariate_supported(lambda x: torch.atan2(x[:, :1], x[:, 1:] + 1), x)[0]
