@@ -174,6 +174,37 @@ def test_the_univariate_pass_carries_every_activation_to_order_five(activation):
         torch.testing.assert_close(series.derivatives[..., n - 1], reference(model, x, 1, n), **TOL)
 
 
+INVERSES = {  # arguments inside each function's domain for points in [0, 1)²
+    "tan": lambda a, b: torch.tan(a - b),
+    "atan": lambda a, b: torch.atan(3 * a - 2 * b),
+    "asin": lambda a, b: torch.asin(0.9 * a - 0.5 * b),
+    "acos": lambda a, b: torch.acos(0.5 * b - 0.9 * a),
+    "asinh": lambda a, b: torch.asinh(4 * a - 3 * b),
+    "acosh": lambda a, b: torch.acosh(1.1 + a + b * b),
+    "atanh": lambda a, b: torch.atanh(0.9 * a - 0.5 * b),
+    "log2": lambda a, b: torch.log2(0.5 + a * b),
+    "log10": lambda a, b: torch.log10(0.5 + a - b * b),
+    "exp2": lambda a, b: torch.exp2(2 * a - b),
+    "atan2": lambda a, b: torch.atan2(a - 0.5, b - 0.5),
+}
+
+
+@pytest.mark.parametrize("name", INVERSES)
+def test_inverse_functions_are_carried_to_order_six(name):
+    """Their slopes are powers of quadratics (atan' = 1 / (1 + z²)): the rule expands the
+    slope along the line, so every order checks that expansion against torch.func."""
+
+    def model(x):
+        return INVERSES[name](x[:, :1], x[:, 1:])
+
+    x = points(seed=4)
+    assert univariate_supported(model, x) == (True, "")
+    series = taylor_derivatives(model, x, 0, 6)
+    expected = references(model, x, 0, 6)
+    for n in range(1, 7):
+        torch.testing.assert_close(series.derivatives[..., n - 1], expected[n], **TOL)
+
+
 def elementwise_zoo(x: torch.Tensor) -> torch.Tensor:
     """Every elementwise function with derivatives of every order, and products, quotients,
     powers and where: (N, 2) -> (N, 3)."""
