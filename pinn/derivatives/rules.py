@@ -434,6 +434,21 @@ def _cdist(order: Order, a, b, p: float = 2.0, compute_mode=None) -> Terms:
     return _vector_norm(order, _sub(order, rows_a, rows_b), p, [-1])
 
 
+def _trilinear(order: Order, a, b, c, expand_a, expand_b, expand_c, sumdim, unroll_dim=1):
+    """aten._trilinear (nn.Bilinear): a, b, c each unsqueezed at its expand dimensions, their
+    product summed over sumdim, by the rules of those."""
+    unsqueeze = RULES[aten.unsqueeze.default]
+
+    def expanded(factor, dims):
+        for dim in sorted(dims):
+            factor = unsqueeze(order, factor, dim) if is_terms(factor) else factor.unsqueeze(dim)
+        return factor
+
+    factors = [expanded(f, dims) for f, dims in ((a, expand_a), (b, expand_b), (c, expand_c))]
+    product = functools.reduce(lambda x, y: _times(order, x, y), factors)
+    return _sum(order, product, list(sumdim)) if sumdim else product
+
+
 def _convolution(order: Order, x: Terms, weight, bias, *layout) -> Terms:
     """Convolutions (any dimension, stride, padding, groups) are linear in their input: the rows
     pass through the same convolution without the bias, all k of them as one batch."""
@@ -688,6 +703,7 @@ RULES: dict[object, Rule] = {
     aten.hypot.default: _hypot,
     aten._cdist_forward.default: _cdist,
     aten.convolution.default: _convolution,
+    aten._trilinear.default: _trilinear,
     aten.max.dim: _extreme_and_index(aten.amax, aten.argmax),
     aten.min.dim: _extreme_and_index(aten.amin, aten.argmin),
     aten.var.correction: _variance,

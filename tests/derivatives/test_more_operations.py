@@ -35,6 +35,7 @@ LAYERS = {
     "hardswish": nn.Hardswish,
     "softsign": nn.Softsign,
     "tanhshrink": nn.Tanhshrink,
+    "bilinear": lambda: Bilinear(8),
 }
 
 FUNCTIONS = {
@@ -78,6 +79,17 @@ FUNCTIONS = {
         torch.sin(x[:, None, :, None] * x[:, None, None, :]), 2, 1
     ).flatten(1),
 }
+
+
+class Bilinear(nn.Module):
+    """nn.Bilinear of the features and their sines: (N, w) -> (N, w)."""
+
+    def __init__(self, width: int):
+        super().__init__()
+        self.layer = nn.Bilinear(width, width, width, dtype=DTYPE)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return self.layer(h, torch.sin(h))
 
 
 def _convolution() -> nn.Module:
