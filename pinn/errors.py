@@ -17,6 +17,18 @@ class NotPointwiseError(PinnError, ValueError):
     """A model couples the points of a batch, so per-point derivatives would be wrong."""
 
 
+class UnknownNameError(PinnError, KeyError):
+    """A residual, condition or quantity asks a field for an input or output the problem does
+    not have (`u("w")`, `u.d("z")`)."""
+
+    def __str__(self) -> str:
+        return Exception.__str__(self)  # KeyError's would put the message in quotes
+
+
+class IndexOutOfRangeError(PinnError, IndexError):
+    """A field is asked for an input or output by an index past the problem's."""
+
+
 class CheckpointError(PinnError, ValueError):
     """A file is not a readable pinn checkpoint, or not one of this run."""
 

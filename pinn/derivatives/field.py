@@ -27,7 +27,7 @@ from typing import Protocol
 import torch
 
 from pinn.derivatives.univariate import check_order
-from pinn.errors import validating
+from pinn.errors import ConfigError, IndexOutOfRangeError, UnknownNameError, validating
 
 Model = Callable[[torch.Tensor], torch.Tensor]
 
@@ -263,9 +263,12 @@ class Field:
     def _output(self, out: str | int | None) -> int:
         if out is None:
             if len(self.output_names) != 1:
-                raise ValueError(
+                first = self.output_names[0]
+                raise ConfigError(
                     f"this field has {len(self.output_names)} outputs {list(self.output_names)}; "
-                    f"name the one you want, e.g. u.laplacian({self.output_names[0]!r})"
+                    f"name the one you want: u({first!r}), u.d('x', {first!r}), "
+                    f"u.laplacian({first!r}) in a residual, out={first!r} in a condition "
+                    f"(Dirichlet(on=..., value=..., out={first!r}))"
                 )
             return 0
         return _index("output", out, self.output_names)
@@ -306,10 +309,12 @@ def quadratic_forms_sum(
 def _index(kind: str, key: str | int, names: tuple[str, ...]) -> int:
     if isinstance(key, int):
         if not 0 <= key < len(names):
-            raise IndexError(f"{kind} index {key} out of range for {len(names)} {kind}s")
+            raise IndexOutOfRangeError(
+                f"{kind} index {key} out of range for {len(names)} {kind}s {list(names)}"
+            )
         return key
     if key not in names:
-        raise KeyError(f"unknown {kind} {key!r}; the {kind}s are {list(names)}")
+        raise UnknownNameError(f"unknown {kind} {key!r}; the {kind}s are {list(names)}")
     return names.index(key)
 
 

@@ -27,6 +27,8 @@ class Box(Domain):
         lower: d lower corners.
         upper: d upper corners, each greater than its lower corner.
         names: d coordinate names; defaults to x, y, z (d <= 3) or x0, x1, ... (d > 3).
+        name: when given, the faces are `<name>_x_min, <name>_x_max, ...`: for a box cut out
+            of another domain, whose faces would otherwise share the outer ones' names.
     """
 
     def __init__(
@@ -34,6 +36,7 @@ class Box(Domain):
         lower: Sequence[float],
         upper: Sequence[float],
         names: Sequence[str] | None = None,
+        name: str | None = None,
     ):
         if len(lower) != len(upper) or len(lower) == 0:
             raise ConfigError(
@@ -50,10 +53,20 @@ class Box(Domain):
         self.upper = tuple(float(v) for v in upper)
         self.dim = self.unit_dim = len(self.lower)
         self.names = coordinate_names(self.dim, names, "Box")
-        self.face_names = tuple(f"{n}_{side}" for n in self.names for side in ("min", "max"))
+        if name is not None and not (isinstance(name, str) and name):
+            raise ConfigError(f"Box's name must be a non-empty string, got {name!r}")
+        prefix = "" if name is None else f"{name}_"
+        self.name = name
+        self.face_names = tuple(
+            f"{prefix}{n}_{side}" for n in self.names for side in ("min", "max")
+        )
 
     def __repr__(self) -> str:
-        return f"Box(lower={list(self.lower)}, upper={list(self.upper)}, names={list(self.names)})"
+        named = "" if self.name is None else f", name={self.name!r}"
+        return (
+            f"Box(lower={list(self.lower)}, upper={list(self.upper)}, "
+            f"names={list(self.names)}{named})"
+        )
 
     @property
     def widths(self) -> tuple[float, ...]:

@@ -9,7 +9,9 @@ boundary is the operands' pieces, each cut to where it bounds the result: for a 
 outside b and b's outside a; for a & b, each inside the other; for a - b, a's pieces outside b
 and b's inside a, turned round (their outward normal points into b). Part names carry over, so
 `Neumann(on="hole")` works on a plate with a hole; pieces of both operands with the same name
-form one part. Volumes are estimated by quasi-Monte Carlo (fixed seed).
+form one part (a difference warns of it: there it joins a cut-out's rim to the outer boundary;
+`Box(..., name="notch")` names a box's faces apart). Volumes are estimated by quasi-Monte
+Carlo (fixed seed).
 
 Where a piece lies on the other operand's boundary (faces that coincide: two boxes side by side
 or stacked), a small step along its outward normal settles whether it bounds the result: the
@@ -19,6 +21,7 @@ once and a face between two touching operands not at all.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from functools import cached_property
 
@@ -172,6 +175,22 @@ class Difference(_Combination):
     def __init__(self, first: Domain, second: Domain):
         super().__init__(first, second)
         self._refuse_if_empty("the difference")
+        self._warn_of_shared_names()
+
+    def _warn_of_shared_names(self) -> None:
+        """A part of b (a hole's rim) named like one of a's would silently join it."""
+        count = len(self.first.pieces)  # the first operand's pieces come first
+        kept = [p.name if m > 0 else None for p, m in zip(self.pieces, self._piece_measures)]
+        shared = sorted((set(kept[:count]) & set(kept[count:])) - {None})
+        if shared:
+            warnings.warn(
+                f"{self!r}: both operands have boundary parts named {shared}; in the "
+                "difference each forms one part, the outer boundary's and the cut-out's rim "
+                f"together (a condition on {shared[0]!r} holds on both). To tell them apart, "
+                "name the cut-out's: Box(..., name='notch') (faces notch_x_min, ...), "
+                "Disk(..., name='hole'), Polygon(..., edge_names=[...])",
+                stacklevel=4,  # the user's line: warn, this, __init__, __sub__
+            )
 
     def _bounds(self):
         return self.first.lower, self.first.upper

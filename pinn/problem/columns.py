@@ -11,3 +11,7 @@ QUANTITY_PREFIX = "q_"
 # The causal weights' summary columns, `causal_min_weight` and `causal_mean_weight`
 # (`pinn.problem.causal`), never loss terms either.
 CAUSAL_PREFIX = "causal_"
+# The Gauss-Newton phase's columns, `gn_length` (the step length its line search took) and
+# `gn_damping` (the damping of that step, in the units of trainer.gauss_newton.damping), never
+# loss terms either.
+GAUSS_NEWTON_PREFIX = "gn_"

@@ -26,7 +26,7 @@ import torch
 
 from pinn.derivatives.field import Field
 from pinn.errors import ConfigError, validating
-from pinn.geometry import BoundaryPoints
+from pinn.geometry import BoundaryPoints, SpaceTime
 
 # A condition's value: a constant, or a function of the (n, d) points returning (n,).
 Value = float | Callable[[torch.Tensor], torch.Tensor]
@@ -294,6 +294,14 @@ def normal_derivative(
 ) -> torch.Tensor:
     """(N,) du/dn = grad u . n at every point of the field, from (N, d) outward normals."""
     return (u.grad(out) * normals).sum(dim=1)
+
+
+def on_the_time_faces(domain: object, conditions: Sequence[Condition]) -> list[str]:
+    """The names of the conditions that hold on all of a space-time domain's boundary, its
+    t_min and t_max faces included: at the final time too, which a user seldom means."""
+    if not isinstance(domain, SpaceTime):
+        return []
+    return [c.name for c in conditions if isinstance(c, _OnFaces) and c.on == "boundary"]
 
 
 def select(on: Where, boundary: BoundaryPoints, name: str) -> torch.Tensor | slice:

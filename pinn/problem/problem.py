@@ -22,6 +22,7 @@ samples of u into the loss with an `Observations` condition (`pinn.problem.obser
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping, Sequence
 
 import torch
@@ -187,15 +188,16 @@ def check_reference(
             f"{type(data).__name__}"
         )
     points, values = _finite_points_and_values(data, dim, name)
-    values = values.unsqueeze(1) if values.ndim == 1 else values
     m = len(outputs)
-    if values.shape != (len(points), m):
+    if values.shape != (len(points), m) and not (m == 1 and values.shape == (len(points),)):
+        shapes = f"({len(points)},) or ({len(points)}, 1)" if m == 1 else f"({len(points)}, {m})"
         raise ConfigError(
-            f"{name}: values must be ({len(points)},) or ({len(points)}, {m}) for the "
-            f"{m} output(s) {list(outputs)}, got {tuple(values.shape)}; for some outputs only, "
-            f"return {{name: (points, values)}}, e.g. {{{outputs[0]!r}: (points, values)}}"
+            f"{name}: values must be {shapes} for the {m} output(s) {list(outputs)} at the "
+            f"{len(points)} points, got "
+            f"{tuple(values.shape)}; for some outputs only, return {{name: (points, values)}}, "
+            f"e.g. {{{outputs[0]!r}: (points, values)}}"
         )
-    return points, values
+    return points, values.reshape(len(points), m)
 
 
 def _per_output_reference(
@@ -249,8 +251,17 @@ def load_problem(target: str, params: dict | None = None) -> Problem:
     module = import_module_of(target, module_name)  # a failure says which file and line
     cls = getattr(module, class_name, None)
     if not (isinstance(cls, type) and issubclass(cls, Problem)):
+        found = sorted(
+            name
+            for name, value in vars(module).items()
+            if isinstance(value, type) and issubclass(value, Problem) and value is not Problem
+        )
+        close = difflib.get_close_matches(class_name, found, n=1)
+        hint = f"; did you mean {module_name}.{close[0]}?" if close else ""
+        listing = f" (it has {', '.join(found)})" if found and not close else ""
         raise ConfigError(
-            f"problem.target={target!r}: {module_name} has no Problem subclass named {class_name!r}"
+            f"problem.target={target!r}: {module_name} has no Problem subclass named "
+            f"{class_name!r}{hint}{listing}"
         )
     params = params or {}
     check_params(cls, params)

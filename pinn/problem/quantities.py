@@ -198,7 +198,8 @@ def evaluate_quantities(problem, model: Model, tools: QuantityTools | None = Non
 
 def quantity_errors(values: Mapping, reference: Mapping, owner: str) -> dict[str, float]:
     """{name: ||q - q_ref|| / ||q_ref||} for each quantity with a reference value (for a
-    number, |q - q_ref| / |q_ref|); a reference naming no quantity is refused."""
+    number, |q - q_ref| / |q_ref|), the absolute error ||q - q_ref|| where the reference is 0
+    (`error_kind`); a reference naming no quantity is refused."""
     unknown = sorted(set(reference) - set(values))
     if unknown:
         raise ConfigError(
@@ -215,8 +216,14 @@ def quantity_errors(values: Mapping, reference: Mapping, owner: str) -> dict[str
                 f"{truth.numel()}"
             )
         norm = truth.norm().item()
-        errors[name] = (value - truth).norm().item() / norm if norm > 0 else math.inf
+        errors[name] = (value - truth).norm().item() / (norm if norm > 0 else 1.0)
     return errors
+
+
+def error_kind(truth: object) -> str:
+    """ "relative" for a reference value with a nonzero entry, "absolute" for one that is 0
+    (where a relative error means nothing): how `quantity_errors` measured it."""
+    return "relative" if torch.as_tensor(truth, dtype=torch.float64).any() else "absolute"
 
 
 def quantity_columns(values: Mapping) -> dict[str, float]:

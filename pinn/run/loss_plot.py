@@ -14,6 +14,7 @@ from pinn.errors import is_finite_number
 from pinn.problem.columns import (
     BOOKKEEPING,
     CAUSAL_PREFIX,
+    GAUSS_NEWTON_PREFIX,
     LOSS,
     PHASE,
     QUANTITY_PREFIX,
@@ -25,7 +26,7 @@ from pinn.training.phases import PHASES
 from pinn.training.weighting import WEIGHT_PREFIX
 
 _NON_TERMS = set(BOOKKEEPING) - {LOSS}
-_NOT_TERM_PREFIXES = (WEIGHT_PREFIX, QUANTITY_PREFIX, CAUSAL_PREFIX)
+_NOT_TERM_PREFIXES = (WEIGHT_PREFIX, QUANTITY_PREFIX, CAUSAL_PREFIX, GAUSS_NEWTON_PREFIX)
 _NOT_A_PHASE = {"final"}  # the history's last row: the final loss, not a phase of its own
 _REL_L2_STYLE = {"color": "black", "linestyle": "--", "marker": ".", "linewidth": 1.0}
 
@@ -35,7 +36,8 @@ def loss_columns(row: dict, skip: Collection[str] = ()) -> list[str]:
 
     Left out: the bookkeeping (step, phase, lr, rel_l2, time_s), the loss weights
     (`weight_<term>`, `pinn.training.weighting`), the quantities of interest (`q_<name>`), the
-    causal weights (`causal_min_weight`, `causal_mean_weight`) and the names in `skip` (a
+    causal weights (`causal_min_weight`, `causal_mean_weight`), Gauss-Newton's search
+    (`gn_length`, `gn_damping`) and the names in `skip` (a
     problem's unknowns).
     """
     return [

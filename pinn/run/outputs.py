@@ -4,6 +4,7 @@ the plots (in each of `outputs.plot_formats`) and, on request, VTK files."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +51,18 @@ def summarise(
     return metrics
 
 
+def json_safe(value: object) -> object:
+    """`value` with every NaN or infinite float as None: JSON has no such numbers (Python would
+    write `NaN`, `Infinity`, which other readers refuse)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: json_safe(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(item) for item in value]
+    return value
+
+
 def write_outputs(
     run_dir: Path,
     problem: Problem,
@@ -63,7 +76,7 @@ def write_outputs(
     """metrics.json, history.csv, prediction.npz, and solution.<format> and loss.<format> for
     each of `plots.formats` (png when `plots` is None) in `run_dir`; with `vtk`, the
     prediction as VTK files too (`pinn.run.vtk`)."""
-    (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+    (run_dir / "metrics.json").write_text(json.dumps(json_safe(metrics), indent=2) + "\n")
     HistoryCSV(run_dir / HISTORY_NAME).update(result.history)
     arrays = write_prediction(run_dir / PREDICTION_NAME, problem, model, validator)
     if vtk:

@@ -21,6 +21,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from pinn.errors import PinnError, TrainingInterrupted, first_line
+from pinn.run.outputs import json_safe
 
 STATUS_NAME = "status.json"
 SUMMARY_NAME = "summary.csv"
@@ -47,7 +48,7 @@ def run_job(
         status.update(status="failed", error=error)
     status["wall_time_s"] = time.perf_counter() - started
     Path(run_dir).mkdir(parents=True, exist_ok=True)
-    (Path(run_dir) / STATUS_NAME).write_text(json.dumps(status, indent=2) + "\n")
+    (Path(run_dir) / STATUS_NAME).write_text(json.dumps(json_safe(status), indent=2) + "\n")
     return metrics, error
 
 

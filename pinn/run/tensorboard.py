@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from pinn.errors import ConfigError
-from pinn.problem.columns import CAUSAL_PREFIX, LOSS, LR, QUANTITY_PREFIX, REL_L2, STEP
+from pinn.problem.columns import (
+    CAUSAL_PREFIX,
+    GAUSS_NEWTON_PREFIX,
+    LOSS,
+    LR,
+    QUANTITY_PREFIX,
+    REL_L2,
+    STEP,
+)
 from pinn.run.plots import loss_columns
 from pinn.training.callbacks import Callback
 from pinn.training.state import FitResult, RunState
@@ -39,8 +47,9 @@ def run_loggers(name: str | None, run_dir: str | Path) -> list[Callback]:
 def scalars(row: dict[str, Any], unknowns: tuple[str, ...] = ()) -> dict[str, float]:
     """A history row's TensorBoard scalars by tag: "loss", "loss/<term>" for each loss term,
     "rel_l2" (where the row has it), "quantity/<name>" for each quantity of interest there,
-    "causal/min_weight" and "causal/mean_weight" with causal weighting, and "lr" (where it has
-    one: Adam's rows)."""
+    "causal/min_weight" and "causal/mean_weight" with causal weighting, "gauss_newton/length"
+    and "gauss_newton/damping" in Gauss-Newton's rows, and "lr" (where it has one: Adam's
+    rows)."""
     tagged = {
         LOSS if name == LOSS else f"loss/{name}": row[name]
         for name in loss_columns(row, skip=unknowns)
@@ -50,6 +59,8 @@ def scalars(row: dict[str, Any], unknowns: tuple[str, ...] = ()) -> dict[str, fl
             tagged[f"quantity/{name.removeprefix(QUANTITY_PREFIX)}"] = row[name]
         if name.startswith(CAUSAL_PREFIX):
             tagged[f"causal/{name.removeprefix(CAUSAL_PREFIX)}"] = row[name]
+        if name.startswith(GAUSS_NEWTON_PREFIX):
+            tagged[f"gauss_newton/{name.removeprefix(GAUSS_NEWTON_PREFIX)}"] = row[name]
     if REL_L2 in row:
         tagged[REL_L2] = row[REL_L2]
     if not math.isnan(row.get(LR, math.nan)):

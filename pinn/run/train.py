@@ -20,6 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 from pinn.errors import OutputError, TrainingInterrupted, reason
 from pinn.geometry import PointSampler, Refinement
 from pinn.problem.problem import load_problem
+from pinn.problem.quantities import error_kind
 from pinn.problem.time_windows import check_windowable
 from pinn.run.build import (
     build_model,
@@ -223,7 +224,8 @@ def _train(
             log.info("learned unknowns: %s", learned)
         for name, value in metrics.get("quantities", {}).items():
             error = metrics.get("quantity_errors", {}).get(name)
-            against = "" if error is None else f" (relative error {error:.2e})"
+            kind = error_kind(problem.quantity_reference.get(name, 1.0))
+            against = "" if error is None else f" ({kind} error {error:.2e})"
             log.info("quantity %s = %s%s", name, _shown(value), against)
         try:
             (run_dir / "config.yaml").write_text(config_yaml["config.yaml"])

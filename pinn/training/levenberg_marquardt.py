@@ -167,6 +167,14 @@ class LevenbergMarquardt:
 
     # ---- state ---------------------------------------------------------------------------
 
+    @property
+    def last_relative_damping(self) -> float:
+        """The last accepted step's mu in the units of `damping`: relative to the largest
+        diagonal entry of J^T J at the first iteration (NaN before any step)."""
+        if not self.initial_mu:
+            return self.last_damping  # 0 or NaN either way
+        return self.relative_damping * self.last_damping / self.initial_mu
+
     def state_dict(self) -> dict[str, Any]:
         return {
             "mu": self.mu,

@@ -43,6 +43,7 @@ with each one's current value.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,7 @@ from pinn.derivatives.engines import Engine
 from pinn.derivatives.stochastic import LaplacianEstimator
 from pinn.errors import ConfigError
 from pinn.geometry import PointSampler
+from pinn.problem.conditions import on_the_time_faces
 from pinn.problem.problem import Problem
 from pinn.problem.quantities import QuantityTools, evaluate_quantities, quantity_errors
 from pinn.training.callbacks import Callback, CallbackList
@@ -71,6 +73,8 @@ from pinn.training.settings import TrainSettings
 from pinn.training.state import FitResult, RunState
 from pinn.training.step_loss import StepLoss
 from pinn.training.weighting import LossWeights
+
+log = logging.getLogger(__name__)
 
 
 def fit(
@@ -150,6 +154,8 @@ def fit(
     world = world or World.current()
     if not world.is_main:
         listeners = CallbackList()  # only rank 0 calls callbacks
+    else:
+        _warn_of_time_faces(problem)
     state = RunState(
         model,
         problem.unknowns_for(*_dtype_and_device(model, points)),
@@ -182,6 +188,19 @@ def fit(
     )
     with parts.interrupts:
         return _run_phases(state, parts)
+
+
+def _warn_of_time_faces(problem: Problem) -> None:
+    for name in on_the_time_faces(problem.domain, problem.conditions):
+        time = problem.domain.time
+        log.warning(
+            "condition %r holds on the whole boundary of a space-time domain, the faces "
+            "%s_min and %s_max included (the final time too); to hold it on the spatial "
+            "boundary only, name its parts: on=[...]",
+            name,
+            time,
+            time,
+        )
 
 
 def _run_phases(state: RunState, parts: Parts) -> FitResult:

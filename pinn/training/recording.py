@@ -75,8 +75,10 @@ class Recorder:
         loss: torch.Tensor,
         lr: float = math.nan,
         validate: bool = True,
+        extra: dict[str, float] | None = None,
     ) -> None:
-        """Append the history row of `step`: loss, rate, terms, unknowns, weights, rel_l2."""
+        """Append the history row of `step`: loss, rate, terms, unknowns, weights, rel_l2, and
+        a phase's `extra` columns (named apart from loss terms: `pinn.problem.columns`)."""
         state = self.state
         row = {
             STEP: step,
@@ -96,6 +98,7 @@ class Recorder:
             row.update(state.weights.row())
         if state.causal is not None:  # the causal weights' front (pinn.problem.causal)
             row.update(state.causal.row())
+        row.update(extra or {})
         if self.validator is not None and validate:
             row[REL_L2] = self.validator.errors(state.model)[REL_L2]
         if self.quantities is not None and validate:

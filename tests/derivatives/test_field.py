@@ -11,6 +11,7 @@ from torch import nn
 from torch.func import jacrev, vmap
 
 from pinn.derivatives.field import Field
+from pinn.errors import ConfigError, PinnError
 from pinn.nn.mlp import MLP
 
 TOL = {"atol": 1e-10, "rtol": 1e-10}
@@ -235,7 +236,16 @@ def test_unknown_names_raise_key_error_listing_the_names(generator):
     assert "'t'" in str(info.value) and "'x'" in str(info.value)
     with pytest.raises(KeyError) as info:
         u.laplacian(out="w")
-    assert "'w'" in str(info.value) and "'u'" in str(info.value) and "'v'" in str(info.value)
+    assert str(info.value) == "unknown output 'w'; the outputs are ['u', 'v']"  # unquoted
+    assert isinstance(info.value, PinnError)  # reported in one line by the command line
+
+
+def test_a_field_of_several_outputs_asked_without_a_name_says_how_to_name_one(generator):
+    u = Field(random_mlp(2, 3, generator), points(4, 2, generator), ("x", "y"), ("u", "v", "p"))
+    with pytest.raises(ConfigError) as refused:  # a PinnError: the command line's one line
+        u.laplacian()
+    message = str(refused.value)
+    assert "3 outputs ['u', 'v', 'p']" in message and "out='u' in a condition" in message
 
 
 def test_indices_out_of_range_raise_index_error(generator):

@@ -311,18 +311,27 @@ CASES = [
         exact_volume=False,
     ),
     Case(
-        # [0, 2]² - [1, 3]²: an L; the inner faces of the second box keep its names.
+        # [0, 2]² - [1, 3]²: an L; the inner faces are the second box's, under its name.
         "box_minus_box",
-        lambda: Box([0.0, 0.0], [2.0, 2.0]) - Box([1.0, 1.0], [3.0, 3.0]),
+        lambda: Box([0.0, 0.0], [2.0, 2.0]) - Box([1.0, 1.0], [3.0, 3.0], name="cut"),
         3.0,
         _l_shape_inside,
         {
-            "x_min": [Segment((0, 0), (0, 2)), Segment((1, 1), (1, 2))],
+            "x_min": [Segment((0, 0), (0, 2))],
             "x_max": [Segment((2, 0), (2, 1))],
-            "y_min": [Segment((0, 0), (2, 0)), Segment((1, 1), (2, 1))],
+            "y_min": [Segment((0, 0), (2, 0))],
             "y_max": [Segment((0, 2), (1, 2))],
+            "cut_x_min": [Segment((1, 1), (1, 2))],
+            "cut_y_min": [Segment((1, 1), (2, 1))],
         },
-        {"x_min": 3.0, "x_max": 1.0, "y_min": 3.0, "y_max": 1.0},
+        {
+            "x_min": 2.0,
+            "x_max": 1.0,
+            "y_min": 2.0,
+            "y_max": 1.0,
+            "cut_x_min": 1.0,
+            "cut_y_min": 1.0,
+        },
         corners=L_CORNERS,
         exact_volume=False,
     ),

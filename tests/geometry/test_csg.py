@@ -14,7 +14,7 @@ PLATE = Box([0.0, 0.0], [1.0, 1.0]) - Disk([0.5, 0.5], 0.25, name="hole")
 
 
 def test_operators_build_the_combinations():
-    a, b = Box([0.0, 0.0], [2.0, 2.0]), Box([1.0, 1.0], [3.0, 3.0])
+    a, b = Box([0.0, 0.0], [2.0, 2.0]), Box([1.0, 1.0], [3.0, 3.0], name="b")
     assert isinstance(a | b, Union) and isinstance(a & b, Intersection)
     assert isinstance(a - b, Difference)
     assert (a | b).first is a and (a | b).second is b
@@ -112,7 +112,8 @@ def test_a_difference_keeps_a_face_the_removed_shape_only_touches(generator):
 def test_a_difference_drops_faces_shared_with_the_removed_shape(generator):
     # The removed half shares the right face and parts of the bottom and top: what is left is
     # [0, 0.5] x [0, 1], whose right face is the removed box's x_min, turned round.
-    half = Box([0.0, 0.0], [1.0, 1.0]) - Box([0.5, 0.0], [1.0, 1.0])
+    with pytest.warns(UserWarning, match=r"named \['x_min'\]"):  # its new right side
+        half = Box([0.0, 0.0], [1.0, 1.0]) - Box([0.5, 0.0], [1.0, 1.0])
     assert half.boundary_measure() == pytest.approx(
         {"x_min": 2.0, "y_min": 0.5, "y_max": 0.5}, rel=1e-3
     )
@@ -144,3 +145,32 @@ def test_a_few_points_on_a_shape_with_more_parts_than_points(n, generator):
     assert boundary.points.shape == (n, 2)
     assert boundary.normals.shape == (n, 2) and boundary.part.shape == (n,)
     assert (PLATE.level(boundary.points).abs() < 1e-12).all()
+
+
+def test_a_difference_warns_when_a_cut_out_part_joins_an_outer_one_of_its_name():
+    """The notch's faces x = 0 and y = 0 bound the result under the names of the outer box's
+    faces x_min and y_max: a condition on x_min would hold on both, so the user is told."""
+    with pytest.warns(UserWarning, match=r"named \['x_min', 'y_max'\].*name='notch'") as caught:
+        merged = Box([-1.0, -1.0], [1.0, 1.0]) - Box([0.0, -1.0], [1.0, 0.0])
+    assert caught[0].filename == __file__  # points at the user's line, not pinn's
+    assert merged.boundary_measure()["x_min"] == pytest.approx(3.0)  # 2 outer + 1 notch
+
+
+def test_a_named_box_keeps_its_faces_apart(recwarn):
+    notched = Box([-1.0, -1.0], [1.0, 1.0]) - Box([0.0, -1.0], [1.0, 0.0], name="notch")
+    assert not [w for w in recwarn if issubclass(w.category, UserWarning)]
+    measures = notched.boundary_measure()
+    assert measures == pytest.approx(
+        {"x_min": 2.0, "x_max": 1.0, "y_min": 1.0, "y_max": 2.0, "notch_x_min": 1.0,
+         "notch_y_max": 1.0}
+    )  # fmt: skip
+    x = notched.sample_boundary(64, torch.Generator().manual_seed(0), "sobol")
+    on_notch = x.part == notched.part_names.index("notch_x_min")
+    assert torch.allclose(x.points[on_notch, 0], torch.zeros(())) and on_notch.any()
+    assert torch.allclose(x.normals[on_notch], torch.tensor([1.0, 0.0]))  # into the notch
+
+
+@pytest.mark.parametrize("name", ["", 3])
+def test_a_bad_box_name_is_refused(name):
+    with pytest.raises(ValueError, match="Box's name must be a non-empty string"):
+        Box([0.0], [1.0], name=name)

@@ -101,6 +101,17 @@ def test_a_missing_package_of_the_target_is_the_target_not_a_dependency(folder):
     assert "mypdes_nowhere/reaction.py" in message and "pip install" not in message
 
 
+def test_a_misspelled_class_gets_the_close_name_and_otherwise_the_list(folder):
+    module = (
+        "from pinn import Box, Problem\n\n\n"
+        "class Holed(Problem):\n    domain = Box([0.0], [1.0])\n\n\n"
+        "class Other(Problem):\n    domain = Box([0.0], [1.0])\n"
+    )
+    write(folder, "reaction_holed", module)
+    assert "did you mean reaction_holed.Holed?" in refusal("reaction_holed.Holded")
+    assert "(it has Holed, Other)" in refusal("reaction_holed.Wave")
+
+
 def test_a_module_without_the_class_says_so(folder):
     write(folder, "reaction_empty", "X = 1\n")
     assert "reaction_empty has no Problem subclass named 'Reaction'" in refusal(

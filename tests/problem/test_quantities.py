@@ -11,12 +11,15 @@ import torch
 from torch import nn
 
 from pinn import Box, ConfigError, Dirichlet, Disk, Problem, compose_config, train
+from pinn.errors import PinnError
 from pinn.problem.quantities import (
     QuantityTools,
+    error_kind,
     evaluate_quantities,
     quantity_errors,
     ring_quadrature,
 )
+from pinn.run.outputs import json_safe
 
 
 class Known(nn.Module):
@@ -169,6 +172,28 @@ def test_a_bad_integrand_is_refused_with_the_shape_it_needed():
         q.values([0.5, 0.5, 0.5])
     with pytest.raises(ConfigError, match="unknown boundary part"):
         q.boundary_integral(lambda x, u, n: u(), on="rim")
+
+
+def test_an_unknown_output_in_a_quantity_is_a_one_line_pinn_error():
+    """pinn's command line reports a PinnError in one line; a KeyError would be a traceback."""
+    q = QuantityTools(Plate(), Known(squares))
+    with pytest.raises(PinnError) as refused:
+        q.values([[0.5, 0.5]], out="w")
+    assert isinstance(refused.value, KeyError)  # as a missing key always was
+    assert str(refused.value) == "unknown output 'w'; the outputs are ['u']"
+
+
+def test_a_zero_reference_gets_the_absolute_error_and_the_json_stays_valid(tmp_path):
+    values = {"net_flux": 2e-3, "profile": [0.1, -0.2], "exact": 3.0}
+    reference = {"net_flux": 0.0, "profile": [0.0, 0.0], "exact": 2.0}
+    errors = quantity_errors(values, reference, "Zero")
+    assert errors["net_flux"] == pytest.approx(2e-3, rel=1e-12)
+    assert errors["profile"] == pytest.approx(math.hypot(0.1, 0.2), rel=1e-12)
+    assert errors["exact"] == pytest.approx(0.5, rel=1e-12)
+    assert [error_kind(reference[k]) for k in reference] == ["absolute", "absolute", "relative"]
+    safe = json_safe({"a": math.inf, "b": [1.0, math.nan], "c": {"d": -math.inf}, "e": 2})
+    assert safe == {"a": None, "b": [1.0, None], "c": {"d": None}, "e": 2}
+    json.loads(json.dumps(safe, allow_nan=False))  # strict JSON
 
 
 MODULE = '''

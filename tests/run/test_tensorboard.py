@@ -35,6 +35,8 @@ def history_scalars(path: Path) -> dict[str, list[tuple[int, float]]]:
         rows = list(csv.DictReader(file))
     columns = {"loss": "loss", "loss/pde": "pde", "loss/dirichlet": "dirichlet"}
     columns |= {"rel_l2": "rel_l2", "lr": "lr"}
+    if rows and "gn_length" in rows[0]:  # a run with a Gauss-Newton phase
+        columns |= {"gauss_newton/length": "gn_length", "gauss_newton/damping": "gn_damping"}
     return {
         tag: [
             (int(row["step"]), float(row[column]))

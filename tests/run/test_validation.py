@@ -156,6 +156,21 @@ def test_bad_reference_data_is_refused(points, values, message):
         Validator(Sampled(points=points, values=values))
 
 
+def test_one_column_of_reference_values_for_several_outputs_is_refused_as_it_came():
+    """Flow has outputs u and p: (5,) values are refused as (5,), and the message offers only
+    the shape that would do, (5, 2), or a dict for some outputs."""
+
+    class FlowSampled(Flow):
+        def reference(self):
+            return torch.zeros(5, 2), torch.zeros(5)
+
+    with pytest.raises(ConfigError) as refused:
+        Validator(FlowSampled())
+    message = str(refused.value)
+    assert "values must be (5, 2)" in message and "got (5,);" in message
+    assert "(5,) or" not in message and "{'u': (points, values)}" in message
+
+
 def test_a_problem_without_exact_or_reference_is_refused():
     class Unknown(Problem):
         domain = Box([0.0], [1.0])

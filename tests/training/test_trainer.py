@@ -13,12 +13,14 @@ from pinn import (
     Dirichlet,
     PointSampler,
     Problem,
+    SpaceTime,
     TrainingDiverged,
     TrainSettings,
     fit,
     load_checkpoint,
 )
 from pinn.problems.poisson import Poisson
+from pinn.run.loss_plot import loss_columns
 
 
 def small_run(problem=None, seed=0, dtype=torch.float64, weights=None, **settings):
@@ -104,6 +106,42 @@ def test_gauss_newton_redraws_the_points_every_n_iterations(drawn):
     drawn.clear()
     small_run(phases=["adam", "gauss_newton"], adam={"steps": 3}, gauss_newton={"steps": 5})
     assert len(drawn) == 1
+
+
+def test_gauss_newton_rows_record_the_length_and_damping_of_each_step():
+    """gn_length: one of the line search's lengths; gn_damping: in the units of the setting,
+    so the first step's is the damping asked for; neither is a loss term."""
+    gauss_newton = {"steps": 4, "damping": 1e-3, "stall_window": 0}
+    _, result = small_run(
+        phases=["adam", "gauss_newton"], adam={"steps": 3}, gauss_newton=gauss_newton
+    )
+    rows = [row for row in result.history if row["phase"] == "gauss_newton"]
+    lengths = {2.0**-k for k in range(12)}
+    assert len(rows) == 4 and all(row["gn_length"] in lengths for row in rows)
+    assert rows[0]["gn_damping"] == pytest.approx(1e-3, rel=1e-12)
+    assert all(row["gn_damping"] > 0 for row in rows)
+    assert not any(name.startswith("gn_") for name in loss_columns(rows[0]))
+    assert all("gn_length" not in row for row in result.history if row["phase"] == "adam")
+
+
+class Decay(Problem):
+    """u_t = -u on [0, 1] x [0, 1] (x, t), u = e^(-t) at x = 0 and 1: given `on`."""
+
+    domain = SpaceTime(Box([0.0], [1.0]), 0.0, 1.0)
+
+    def __init__(self, on):
+        self.conditions = [Dirichlet(on=on, value=lambda p: torch.exp(-p[:, 1]))]
+
+    def residual(self, x, u):
+        return u.d("t") + u()
+
+
+@pytest.mark.parametrize(("on", "warned"), [("boundary", True), (["x_min", "x_max"], False)])
+def test_a_condition_on_the_whole_boundary_in_time_is_warned_of(on, warned, pinn_messages):
+    small_run(Decay(on), adam={"steps": 1}, lbfgs={"steps": 0})
+    warnings = [m for m in pinn_messages() if "holds on the whole boundary" in m]
+    assert len(warnings) == warned
+    assert not warned or ("t_min and t_max included" in warnings[0] and "on=[" in warnings[0])
 
 
 def test_weights_scale_the_terms_and_unknown_names_are_refused():

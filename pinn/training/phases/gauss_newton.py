@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from pinn.errors import ConfigError, require_int, require_positive
+from pinn.problem.columns import GAUSS_NEWTON_PREFIX
 from pinn.training.levenberg_marquardt import SOLVERS, LevenbergMarquardt
 from pinn.training.phases.base import Phase
 from pinn.training.residual_rows import ResidualRows
@@ -145,7 +146,11 @@ class GaussNewtonPhase(Phase):
             parts.watch.require_finite(terms, loss, state.step, self.name)
             parts.recorder.advance()
             step = state.step
-            parts.row(step, self.name, terms, loss, validate=step % log_every == 0)
+            search = {
+                GAUSS_NEWTON_PREFIX + "length": optimizer.last_length,
+                GAUSS_NEWTON_PREFIX + "damping": optimizer.last_relative_damping,
+            }
+            parts.row(step, self.name, terms, loss, validate=step % log_every == 0, extra=search)
             last["loss"] = loss
 
         def iterate(n: int) -> tuple[int, str | None]:

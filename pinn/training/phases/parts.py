@@ -34,10 +34,10 @@ class Parts:
     callbacks: CallbackList
     interrupts: Interrupts = field(default_factory=lambda: Interrupts(enabled=False))
 
-    def row(self, step, phase, terms, loss, lr=math.nan, validate=True) -> None:
+    def row(self, step, phase, terms, loss, lr=math.nan, validate=True, extra=None) -> None:
         """A history row, never after a non-finite loss; the callbacks see it."""
         self.watch.check()
-        self.recorder.row(step, phase, terms, loss, lr, validate)
+        self.recorder.row(step, phase, terms, loss, lr, validate, extra)
         self.callbacks.on_row(self.recorder.state.history[-1], self.recorder.state)
 
     def save(self, state: RunState, loss: torch.Tensor) -> None:
