@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import shutil
 from collections.abc import Iterator
@@ -100,13 +101,45 @@ def _earlier_results(run_dir: Path, overwrite: bool) -> list[str]:
 
 
 def remove_run_files(run_dir: Path) -> None:
-    """Remove the files a run wrote into `run_dir` (`RUN_FILES`), nothing else."""
+    """Remove the files a run wrote into `run_dir` (`RUN_FILES`), nothing else, and empty the
+    log files this process appends to there (Hydra's `<job>.log`, opened before the run
+    starts, which hold the earlier run's lines)."""
     for pattern in RUN_FILES:
         for path in run_dir.glob(pattern):
             if path.is_dir() and not path.is_symlink():
                 shutil.rmtree(path)
             else:
                 path.unlink()
+    for handler in _file_handlers_in(run_dir):
+        with _held(handler):
+            if handler.stream is not None:
+                handler.stream.seek(0)
+                handler.stream.truncate()
+            else:  # opened at the first record (delay=True): empty the file itself
+                Path(handler.baseFilename).write_text("")
+
+
+def _file_handlers_in(run_dir: Path) -> list[logging.FileHandler]:
+    """The logging file handlers of this process whose files lie directly in `run_dir`."""
+    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    handlers = {
+        handler
+        for logger in loggers
+        if isinstance(logger, logging.Logger)
+        for handler in logger.handlers
+        if isinstance(handler, logging.FileHandler)
+    }
+    folder = run_dir.resolve()
+    return [h for h in handlers if Path(h.baseFilename).resolve().parent == folder]
+
+
+@contextmanager
+def _held(handler: logging.Handler) -> Iterator[None]:
+    handler.acquire()
+    try:
+        yield
+    finally:
+        handler.release()
 
 
 def _open_lock(run_dir: Path):

@@ -3,6 +3,7 @@ directory is one run's at a time (a lock the OS releases), an unwritable one is 
 
 import errno
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -63,6 +64,34 @@ def test_overwrite_removes_the_earlier_runs_files_and_only_those(tmp_path):
     with claim_run_dir(tmp_path, overwrite=True):
         left = sorted(p.name for p in tmp_path.iterdir())
     assert left == [".hydra", LOCK_NAME, "notes.txt"]
+
+
+@pytest.mark.parametrize("delay", [False, True])
+def test_overwrite_empties_the_log_this_process_appends_to_there(tmp_path, delay):
+    """Hydra opens <job>.log in the run directory (appending) before pinn sees it: overwritten,
+    the log holds this run's lines only, not the earlier run's."""
+    an_earlier_run(tmp_path)
+    (tmp_path / "__main__.log").write_text("the earlier run's line\n")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "other.log").write_text("another folder's\n")
+    logger = logging.getLogger("pinn.test_overwrite_log")
+    handlers = [
+        logging.FileHandler(tmp_path / "__main__.log", delay=delay),
+        logging.FileHandler(tmp_path / "elsewhere" / "other.log", delay=delay),
+    ]
+    for handler in handlers:
+        logger.addHandler(handler)
+    try:
+        with claim_run_dir(tmp_path, overwrite=True):
+            logger.warning("this run's line")
+    finally:
+        for handler in handlers:
+            logger.removeHandler(handler)
+            handler.close()
+    assert (tmp_path / "__main__.log").read_text() == "this run's line\n"
+    assert (tmp_path / "elsewhere" / "other.log").read_text() == (
+        "another folder's\nthis run's line\n"
+    )
 
 
 def test_resuming_in_place_keeps_the_run(tmp_path):
