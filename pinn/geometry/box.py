@@ -11,7 +11,7 @@ import torch
 from pinn.errors import ConfigError
 from pinn.geometry.domain import Domain, Piece, coordinate_names
 from pinn.geometry.rfunctions import conjoin
-from pinn.geometry.sampling import unit_cube
+from pinn.geometry.sampling import MIDPOINT, unit_cube
 
 Tensor = torch.Tensor
 
@@ -117,7 +117,10 @@ class Box(Domain):
     ) -> tuple[Tensor, Tensor]:
         axis, side = divmod(face, 2)
         # With d = 1 a face is a point; otherwise the free coordinates cover the face.
-        points = self._scale(unit_cube(n, self.dim, generator, method))
+        unit = unit_cube(n, self.dim, generator, method)
+        if method == MIDPOINT and self.dim == 2:  # a segment: the midpoint rule along it
+            unit[:, 1 - axis] = unit_cube(n, 1, generator, MIDPOINT)[:, 0]
+        points = self._scale(unit)
         points[:, axis] = self.upper[axis] if side else self.lower[axis]  # exactly on it
         normals = torch.zeros(n, self.dim, dtype=torch.float64)
         normals[:, axis] = 1.0 if side else -1.0

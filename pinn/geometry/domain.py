@@ -28,7 +28,7 @@ import torch
 
 from pinn.errors import ConfigError
 from pinn.geometry.rfunctions import equivalence, trimmed_distance
-from pinn.geometry.sampling import check_method, onto, share, unit_cube
+from pinn.geometry.sampling import MIDPOINT, check_method, onto, share, unit_cube
 
 Tensor = torch.Tensor
 _DEFAULT_NAMES = ("x", "y", "z")
@@ -299,11 +299,13 @@ class Domain:
         """(n, d) points, (n, d) outward normals and (n,) weights with Σ w f(p) ≈ ∫ f ds over
         the named boundary parts (all of it for None).
 
-        The points are drawn like `sample_boundary`'s (Sobol, fixed seed), shared between the
-        pieces by measure, each point weighing its piece's measure over the piece's count. On
-        a whole circle (or a segment) n = 2^k Sobol points are equally spaced, offset by a
-        random shift: the trapezoidal rule, spectrally accurate for a smooth periodic integrand
-        (first order in 1/n on a segment).
+        The points are shared between the pieces by measure, each point weighing its piece's
+        measure over the piece's count. On a whole segment (a 2-d box's face, a polygon's
+        edge) or circle they are the midpoints of equal cells: the midpoint rule, second order
+        in 1/n on a segment, spectrally accurate on a circle (the trapezoidal rule of a
+        periodic integrand); a piece that constructive geometry left whole (a hole's rim) too.
+        Elsewhere (faces of two or more dimensions, pieces cut short) they are Sobol points
+        with a fixed seed, about first order.
         """
         pieces = self._pieces_on(on)
         measures = [self._piece_measures[self.pieces.index(piece)] for piece in pieces]
@@ -312,11 +314,22 @@ class Domain:
         for piece, count, measure in zip(pieces, share(n, measures), measures):
             if count == 0:
                 continue
-            on_piece, normal = self._draw_piece(piece, count, measure, generator, "sobol")
+            on_piece, normal = self._quadrature_points(piece, count, measure, generator)
             points.append(on_piece)
             normals.append(normal)
             weights.append(torch.full((count,), measure / count, dtype=torch.float64))
         return tuple(onto(torch.cat(parts), dtype, device) for parts in (points, normals, weights))
+
+    def _quadrature_points(
+        self, piece: Piece, n: int, measure: float, generator: torch.Generator
+    ) -> tuple[Tensor, Tensor]:
+        """n points on the piece for `boundary_quadrature`: the midpoint rule's where nothing of
+        the piece is cut away (its measure whole and every point kept), else Sobol's."""
+        if piece.whole or measure == piece.measure:
+            points, normals = piece.draw(n, generator, MIDPOINT)
+            if piece.whole or bool(piece.kept(points, normals).all()):
+                return points, normals
+        return self._draw_piece(piece, n, measure, generator, "sobol")
 
     def _draw_piece(
         self, piece: Piece, n: int, measure: float, generator: torch.Generator, method: str
