@@ -97,16 +97,19 @@ def plot_loss(
 
 
 def _mark_phases(axis, history: Sequence[dict]) -> None:
-    """A dotted vertical line at each phase switch, named at its top."""
+    """A dotted vertical line at each phase switch, named at its top: right of the line, or
+    left of it in the last third of the steps, where the name would run past the axes."""
+    first, last = history[0][STEP], history[-1][STEP]
     for step, phase in phase_switches(history):
         name = PHASES[phase].title if phase in PHASES else phase  # a history from elsewhere
         axis.axvline(step, color="0.35", linestyle=":", linewidth=1.2, label=f"_{name}")
+        late = last > first and (step - first) / (last - first) > 2 / 3
         axis.text(
             step,
             0.98,
-            f" {name}",
+            f"{name} " if late else f" {name}",
             transform=axis.get_xaxis_transform(),  # x in steps, y in axes fraction
-            ha="left",
+            ha="right" if late else "left",
             va="top",
             fontsize="small",
             color="0.35",

@@ -324,6 +324,9 @@ def test_the_loss_plot_names_each_phase_of_any_order_by_its_title():
     axis = loss_figure(rows).axes[0]
     names = [(text.get_position()[0], text.get_text().strip()) for text in axis.texts]
     assert names == [(6, "Adam"), (9, "newton")]  # a phase pinn does not know: its own name
+    # Early names stand right of their line; late ones (past 2/3 of the steps) left of it,
+    # clear of the right-hand axis.
+    assert [text.get_ha() for text in axis.texts] == ["left", "right"]
 
 
 def test_the_loss_plot_shows_rel_l2_on_its_own_log_axis():
