@@ -17,7 +17,7 @@ from omegaconf import DictConfig
 
 from pinn.errors import PinnError, TrainingInterrupted
 from pinn.run.config_docs import key_docs, register_help
-from pinn.run.configs import CONF_DIR, shadowed_problems, user_conf_overrides
+from pinn.run.configs import CONF_DIR, shadowed_problems, user_conf_dir, user_conf_overrides
 from pinn.run.reporting import report, run_reporting
 from pinn.run.rundir import check_cli_run_dir
 from pinn.run.sweep import run_job
@@ -132,7 +132,7 @@ def cli() -> None:
         except PinnError as error:
             report(str(error))
     sys.argv += quiet + searched
-    register_help(CONF_DIR)  # conf/config.yaml chooses hydra/help=pinn
+    register_help(CONF_DIR, user_conf_dir())  # conf/config.yaml chooses hydra/help=pinn
     run_reporting(main, key_docs(CONF_DIR))
 
 

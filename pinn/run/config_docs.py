@@ -62,8 +62,9 @@ def _docs_of(text: str, prefix: str) -> dict[str, str]:
     return docs
 
 
-def help_text(conf_dir: str | Path) -> str:
-    """What `python -m pinn --help` prints (a Hydra help template: `$` is written `$$`)."""
+def help_text(conf_dir: str | Path, user_dir: str | Path | None = None) -> str:
+    """What `python -m pinn --help` prints (a Hydra help template: `$` is written `$$`): the
+    groups' choices, those of `user_dir` (the conf/ where pinn runs) after pinn's own."""
     docs = key_docs(conf_dir)
     width = max(len(key) for key in docs) + 2
     keys = "\n".join(f"  {key:<{width}}{doc}".rstrip() for key, doc in docs.items())
@@ -71,19 +72,35 @@ def help_text(conf_dir: str | Path) -> str:
         "pinn: physics-informed neural networks for PDEs.\n\n"
         "Usage: python -m pinn problem=<name> [key=value ...]\n"
         "       python -m pinn -m problem=poisson,heat seed=0,1,2   (a sweep)\n\n"
-        "Groups (choose one of each):\n__GROUPS__\n"
+        f"Groups (choose one of each):\n{group_choices(conf_dir, user_dir)}\n\n"
         "Config keys (set any on the command line, e.g. model.width=64):\n"
         f"{keys}\n\n"
         "Hydra's own options (python -m pinn --hydra-help) set the run directory "
         "(hydra.run.dir=...) and more.\n"
     )
-    return text.replace("$", "$$").replace("__GROUPS__", "$APP_CONFIG_GROUPS")
+    return text.replace("$", "$$")
 
 
-def register_help(conf_dir: str | Path) -> None:
+def group_choices(conf_dir: str | Path, user_dir: str | Path | None = None) -> str:
+    """One line per config group, `problem: allen_cahn, ...; in ./conf: mine, ...` (Hydra's
+    own listing leaves out a search path given on the command line)."""
+    lines = []
+    for group in sorted(path for path in Path(conf_dir).iterdir() if path.is_dir()):
+        own = sorted(path.stem for path in group.glob("*.yaml"))
+        extra = []
+        if user_dir is not None:
+            found = (Path(user_dir) / group.name).glob("*.yaml")
+            extra = sorted(path.stem for path in found if path.stem not in own)
+        here = f"; in ./conf: {', '.join(extra)}" if extra else ""
+        lines.append(f"{group.name}: {', '.join(own)}{here}")
+    return "\n".join(lines)
+
+
+def register_help(conf_dir: str | Path, user_dir: str | Path | None = None) -> None:
     """Store the help template as Hydra's `hydra/help=pinn` (conf/config.yaml chooses it)."""
+    template = help_text(conf_dir, user_dir)
     ConfigStore.instance().store(
         group="hydra/help",
         name="pinn",
-        node={"app_name": "pinn", "header": "", "footer": "", "template": help_text(conf_dir)},
+        node={"app_name": "pinn", "header": "", "footer": "", "template": template},
     )

@@ -173,6 +173,18 @@ def test_help_lists_every_key_with_its_explanation():
     assert any(line.startswith("problem: ") and "poisson" in line for line in lines)
 
 
+def test_help_lists_the_problems_of_the_folder_it_runs_in(tmp_path):
+    """Hydra's own listing leaves out conf/ there (a search path pinn adds); a name that
+    shadows one of pinn's is not offered, as it is not used."""
+    (tmp_path / "conf" / "problem").mkdir(parents=True)
+    for name in ("mine", "poisson"):
+        (tmp_path / "conf" / "problem" / f"{name}.yaml").write_text("target: mine.Mine\n")
+    result = run_pinn("--help", cwd=tmp_path, extra_path=REPO)
+    assert result.returncode == 0, result.stderr
+    problems = [line for line in result.stdout.splitlines() if line.startswith("problem: ")]
+    assert len(problems) == 1 and problems[0].endswith("; in ./conf: mine")
+
+
 def leaf_keys(schema: type, prefix: str = "") -> set[str]:
     """The dotted keys of a schema's fields that are not blocks themselves."""
     keys: set[str] = set()
