@@ -22,6 +22,7 @@ points (Sobol, seeded), made once per evaluator: `Domain.boundary_quadrature` on
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
 
@@ -32,6 +33,8 @@ from pinn.derivatives.field import Field, Model
 from pinn.errors import ConfigError, is_finite_number, require_int
 from pinn.nn.placement import placement
 from pinn.problem.columns import QUANTITY_PREFIX
+
+log = logging.getLogger(__name__)
 
 # Quadrature points of an integral unless it asks for another count (powers of two: Sobol).
 DOMAIN_POINTS = 2**14
@@ -52,6 +55,7 @@ class QuantityTools:
         self.problem, self.model = problem, model
         self.dtype, self.device = placement(model)
         self._points: dict[tuple, tuple[torch.Tensor, ...]] = {}  # quadrature, made once
+        self._warned_outside = False  # points of `values` outside the domain: said once
 
     def field(self, points) -> Field:
         """The model's lazy field (autograd) at (M, d) points: values and derivatives."""
@@ -64,8 +68,23 @@ class QuantityTools:
         return Field(self.model, points, self.problem.inputs, self.problem.outputs)
 
     def values(self, points, out: str | int | None = None) -> torch.Tensor:
-        """(M,) one output at (M, d) points (a list of coordinates is taken too)."""
-        return self.field(points)(out)
+        """(M,) one output at (M, d) points (a list of coordinates is taken too). Points
+        outside the domain (its boundary included) are evaluated too, with a warning, once."""
+        u = self.field(points)
+        if not self._warned_outside:
+            outside = ~self.problem.domain.contains(u.x.detach().double().cpu(), closed=True)
+            if outside.any():
+                self._warned_outside = True
+                first = [round(v, 6) for v in u.x[outside][0].tolist()]
+                log.warning(
+                    "%s: %d of the %d points of q.values lie outside the domain (the first: "
+                    "%s): the network is extrapolated there",
+                    self._owner,
+                    int(outside.sum()),
+                    len(outside),
+                    first,
+                )
+        return u(out)
 
     def integral(
         self,

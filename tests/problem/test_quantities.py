@@ -211,6 +211,16 @@ def test_an_unknown_output_in_a_quantity_is_a_one_line_pinn_error():
     assert str(refused.value) == "unknown output 'w'; the outputs are ['u']"
 
 
+def test_values_outside_the_domain_are_extrapolated_with_one_warning(pinn_messages):
+    q = QuantityTools(Plate(), Known(squares))
+    inside = q.values([[0.75, 0.75], [1.0, 0.0], [0.5, 0.0]])  # inside, a corner, the hole's rim
+    assert inside.tolist() == pytest.approx([1.125, 1.0, 0.25]) and pinn_messages() == []
+    assert q.values([[0.0, 0.0], [5.0, 5.0]]).tolist() == pytest.approx([0.0, 50.0])
+    q.values([[5.0, 5.0]])
+    warned = [m for m in pinn_messages() if "outside the domain" in m]
+    assert len(warned) == 1 and "2 of the 2 points" in warned[0] and "[0.0, 0.0]" in warned[0]
+
+
 def test_a_zero_reference_gets_the_absolute_error_and_the_json_stays_valid(tmp_path):
     values = {"net_flux": 2e-3, "profile": [0.1, -0.2], "exact": 3.0}
     reference = {"net_flux": 0.0, "profile": [0.0, 0.0], "exact": 2.0}
