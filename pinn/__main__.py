@@ -14,11 +14,12 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
+from omegaconf.errors import OmegaConfBaseException
 
 from pinn.errors import PinnError, TrainingInterrupted
 from pinn.run.config_docs import key_docs, register_help
 from pinn.run.configs import CONF_DIR, shadowed_problems, user_conf_dir, user_conf_overrides
-from pinn.run.reporting import report, run_reporting
+from pinn.run.reporting import one_line, report, run_reporting
 from pinn.run.rundir import check_cli_run_dir
 from pinn.run.sweep import run_job
 from pinn.run.train import train
@@ -45,6 +46,9 @@ def main(cfg: DictConfig) -> float | None:
     except PinnError as error:
         stop(wait=False)
         report(str(error))  # once, on rank 0
+    except OmegaConfBaseException as error:  # a value the run reads is missing or mistyped:
+        stop(wait=False)  # said here, before Hydra's "Error executing job" line would be
+        report(one_line(error, key_docs(CONF_DIR)))
     stop()
     if is_rank_zero():  # rank 0 speaks for all
         print(summary(metrics, run_dir))

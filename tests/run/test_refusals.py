@@ -77,6 +77,8 @@ SLOW = pytest.mark.slow
             marks=SLOW,
         ),
         ("problem=nope", ["Could not find 'problem/nope'", "annulus, burgers, ", "heat, "]),
+        # read only once the run has started: no "Error executing job" line from Hydra first
+        ("~problem.weights", ["problem.weights has no value; give it in the problem's yaml"]),
     ],
 )
 def test_a_config_mistake_is_refused_in_one_line(tmp_path, override, messages):
