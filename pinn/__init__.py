@@ -79,6 +79,7 @@ from pinn.problem import (
     Unknowns,
     load_problem,
     loss_terms,
+    on_grid,
     ring_quadrature,
     weighted_sum,
 )
@@ -173,6 +174,7 @@ __all__ = [
     "load_problem",
     "load_run",
     "loss_terms",
+    "on_grid",
     "plot_loss",
     "plot_solution",
     "solution_figure",

@@ -7,6 +7,7 @@
     Unknowns                          an inverse problem's coefficients (unknowns)
     QuantityTools                     what Problem.quantities(q) gets (quantities)
     ring_quadrature                   a quadrature rule around a disk, for q.integral (quantities)
+    on_grid                           reference data on a tensor grid as points and values (grids)
     CausalSettings, CausalWeighting   trainer.causal: PDE residuals weighted by time (causal)
     loss_terms, weighted_sum          the named mean-square terms of a batch (loss)
 
@@ -15,6 +16,7 @@ This layer knows geometry and derivatives; training and the run layer build on i
 
 from pinn.problem.causal import CausalSettings, CausalWeighting
 from pinn.problem.conditions import Condition, Dirichlet, Initial, Neumann, Periodic, Robin
+from pinn.problem.grids import on_grid
 from pinn.problem.loss import loss_terms, weighted_sum
 from pinn.problem.observations import Observations
 from pinn.problem.problem import Problem, check_reference, load_problem
@@ -37,6 +39,7 @@ __all__ = [
     "check_reference",
     "load_problem",
     "loss_terms",
+    "on_grid",
     "ring_quadrature",
     "weighted_sum",
 ]
