@@ -102,8 +102,14 @@ def check_pointwise(f: Model, x: torch.Tensor | None = None) -> None:
 def _probe_rows(f: Model, x: torch.Tensor) -> None:
     half = x.shape[0] // 2
     with torch.no_grad():
-        whole = f(x)[:half]
-        part = f(x[:half])
+        whole = f(x)
+        if not isinstance(whole, torch.Tensor) or whole.ndim not in (1, 2) or len(whole) != len(x):
+            got = tuple(whole.shape) if isinstance(whole, torch.Tensor) else type(whole).__name__
+            raise ValueError(
+                f"the model must map (N, d) points to (N, m) outputs; got {got} from input "
+                f"{tuple(x.shape)}"
+            )
+        whole, part = whole[:half], f(x[:half])
     tolerance = 1e-4 if x.dtype == torch.float32 else 1e-10
     if not torch.allclose(whole, part, rtol=tolerance, atol=tolerance):
         raise NotPointwiseError(

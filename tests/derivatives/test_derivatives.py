@@ -266,6 +266,21 @@ def test_model_returning_a_vector_counts_as_one_output(generator):
     torch.testing.assert_close(laplacian(f, x), laplacian(model, x), **TOL)
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(
+    ("model", "got"),
+    [
+        (lambda x: x.sum(), r"got \(\)"),
+        (lambda x: x[:, :, None] * x[:, None, :], r"got \(5, 2, 2\)"),
+        (lambda x: (x, x), r"one tensor, got 2 outputs|got tuple"),
+    ],
+)
+def test_a_model_of_the_wrong_output_shape_is_refused_saying_what_it_gave(model, got, engine):
+    x = torch.rand(5, 2, dtype=torch.float64)
+    with pytest.raises(ValueError, match=got):
+        laplacian(model, x, engine=engine)
+
+
 def test_single_point_batch(generator):
     model = random_mlp(3, 2, "tanh", generator)
     x = points(1, 3, generator)
