@@ -4,6 +4,7 @@ pinn can use."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import torch
@@ -17,6 +18,9 @@ from pinn.nn.modified_mlp import ModifiedMLP
 from pinn.nn.pirate import PirateNet
 from pinn.problem.importing import check_params, import_module_of
 from pinn.problem.problem import Problem
+from pinn.run.configs import CONF_DIR
+
+log = logging.getLogger(__name__)
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
@@ -57,6 +61,7 @@ def build_model(problem: Problem, model_cfg: DictConfig, seed: int) -> torch.nn.
             generator=torch.Generator().manual_seed(seed),
         )
     elif "." in name:
+        _warn_of_unused_options(model_cfg)
         network = own_network(name, params, domain.dim, len(problem.outputs), seed)
     else:
         raise ConfigError(
@@ -65,6 +70,24 @@ def build_model(problem: Problem, model_cfg: DictConfig, seed: int) -> torch.nn.
         )
     corners = torch.tensor([domain.lower, domain.upper], dtype=torch.float64)
     return constrain(network, problem.hard_constraint, corners)
+
+
+def _warn_of_unused_options(model_cfg: DictConfig) -> None:
+    """Log the options of pinn's networks set away from their defaults (by the command line or
+    a problem's yaml) that a class of one's own does not get: only model.params reach it."""
+    defaults = OmegaConf.load(CONF_DIR / "model" / "mlp.yaml")
+    unused = [
+        f"model.{key}={model_cfg[key]!r}"
+        for key in defaults
+        if key not in ("name", "params") and model_cfg.get(key) != defaults[key]
+    ]
+    if unused:
+        log.warning(
+            "%s have no effect on model.name=%s: a network class of your own gets only "
+            "model.params (its keyword arguments), e.g. +model.params.width=64",
+            ", ".join(unused),
+            model_cfg.name,
+        )
 
 
 def periodic_coordinates(periods: Any, names: tuple[str, ...]) -> dict[int, float]:

@@ -145,6 +145,18 @@ def test_a_network_class_of_ones_own_is_named_by_its_import_path(own_networks):
     assert model(x).shape == (4, 1)
 
 
+def test_options_of_pinns_networks_given_to_ones_own_are_warned_of(own_networks, pinn_messages):
+    """model.width=64 does not reach a class of one's own (model.params does): said, and so is
+    the width the problem's yaml recommends for pinn's networks (heat: 20); none, where every
+    option is at its default."""
+    model_of(["model.name=my_nets.Siren", "model.width=64", "model.activation=sin"])
+    model_of(["model.name=my_nets.Siren", "+model.params.width=64"])
+    model_of(["model.name=my_nets.Siren", "+model.params.width=64"], problem="lshape")
+    warned = [m for m in pinn_messages() if "have no effect" in m]
+    assert len(warned) == 2 and "model.width=64, model.activation='sin'" in warned[0]
+    assert "model.params" in warned[0] and warned[1].startswith("model.width=20 have")
+
+
 @pytest.mark.parametrize(
     "overrides, words",
     [
