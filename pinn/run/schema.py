@@ -132,10 +132,17 @@ def explain(error: OmegaConfBaseException, docs: dict[str, str]) -> str:
     if isinstance(error, ConfigKeyError) or "not in struct" in str(error):
         return unknown_key(full_key)
     message = str(error).splitlines()[0].strip()
-    expected = describe(field_type(full_key))
+    kind = field_type(full_key)
     doc = docs.get(full_key) or docs.get(full_key.rpartition(".")[0], "")
     hint = f" ({full_key}: {doc})" if doc else ""
-    return f"{full_key} must be {expected}: {message}{hint}"
+    if typing.get_origin(kind) is list:  # OmegaConf's words ("AnyNode is not a ListConfig")
+        example = LIST_EXAMPLES.get(full_key, "a,b")  # would only puzzle
+        return f"{full_key} must be {describe(kind)} in brackets, e.g. {full_key}=[{example}]{hint}"
+    return f"{full_key} must be {describe(kind)}: {message}{hint}"
+
+
+# An example value of each list-valued key, for the message refusing a value that is no list.
+LIST_EXAMPLES = {"trainer.phases": "adam,gauss_newton", "outputs.plot_formats": "png,pdf"}
 
 
 def unknown_key(full_key: str) -> str:
@@ -204,5 +211,5 @@ def describe(kind: Any) -> str:
     if origin is dict:
         return f"a mapping of names to {describe(args[1]).removeprefix('a ')}s, e.g. {{name: 1.0}}"
     if origin is list:
-        return f"a list of {describe(args[0]).removeprefix('a ')}s, e.g. [png]"
+        return f"a list of {describe(args[0]).removeprefix('a ')}s"
     return "a value"

@@ -234,6 +234,12 @@ def test_a_right_config_from_a_notebook_passes_and_a_wrong_one_is_refused():
         ("threads=two", "threads must be null or a whole number: Value 'two'"),
         ("seed=x", "seed must be a whole number: Value 'x'"),
         ("problem.weights=5", "problem.weights must be a mapping of names to numbers"),
+        (
+            "trainer.phases=adam",
+            "trainer.phases must be a list of strings in brackets, e.g. "
+            "trainer.phases=[adam,gauss_newton]",
+        ),
+        ("outputs.plot_formats=png", "e.g. outputs.plot_formats=[png,pdf]"),
     ],
 )
 def test_the_cli_cases_are_refused_in_process_too(override, message):
