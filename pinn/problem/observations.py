@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from pinn.derivatives.field import Field
@@ -18,9 +19,9 @@ class Observations(Condition):
     and values move to the network's dtype and device.
 
     Args:
-        points: (M, d) tensor of where u was observed.
+        points: (M, d) tensor (or numpy array) of where u was observed.
         values: (M,) observed values of one output (the only one, or `out`), or (M, m) of all m
-            outputs.
+            outputs; a tensor or a numpy array.
         out: which output (M,) values observe (needed only with several outputs).
         name: the loss term's name.
     """
@@ -32,6 +33,7 @@ class Observations(Condition):
         out: str | int | None = None,
         name: str = "data",
     ):
+        points, values = _as_tensor(points), _as_tensor(values)
         _check_observations(points, values, out, name)
         self.points, self.values = points.detach(), values.detach()
         self.out, self.name = out, name
@@ -68,6 +70,22 @@ class Observations(Condition):
             )
 
 
+def outside(observations: Observations, domain) -> int:
+    """How many of the observed points lie outside `domain` (its boundary counts as in)."""
+    return int((~domain.contains(observations.points.double().cpu(), closed=True)).sum())
+
+
+def _as_tensor(data: object) -> object:
+    """A tensor as it is; numbers (a numpy array, nested lists) as a float64 tensor; anything
+    else as it is, for the checks to refuse by its type."""
+    if isinstance(data, torch.Tensor):
+        return data
+    try:
+        return torch.as_tensor(np.asarray(data, dtype=np.float64))
+    except (TypeError, ValueError):
+        return data
+
+
 def _check_observations(
     points: torch.Tensor, values: torch.Tensor, out: str | int | None, name: str
 ) -> None:
@@ -77,9 +95,10 @@ def _check_observations(
         return tuple(data.shape) if isinstance(data, torch.Tensor) else type(data).__name__
 
     if not (isinstance(points, torch.Tensor) and points.ndim == 2 and len(points) > 0):
+        column = isinstance(points, torch.Tensor) and points.ndim == 1
         raise ConfigError(
             f"observations {name!r}: points must be an (M, d) tensor with M >= 1, "
-            f"got {shape(points)}"
+            f"got {shape(points)}" + ("; for one coordinate, points[:, None]" if column else "")
         )
     count, d = points.shape
     if not (isinstance(values, torch.Tensor) and values.ndim in (1, 2) and len(values) == count):

@@ -57,6 +57,7 @@ from pinn.derivatives.stochastic import LaplacianEstimator
 from pinn.errors import ConfigError
 from pinn.geometry import PointSampler
 from pinn.problem.conditions import on_the_time_faces
+from pinn.problem.observations import Observations, outside
 from pinn.problem.problem import Problem
 from pinn.problem.quantities import QuantityTools, evaluate_quantities, quantity_errors
 from pinn.training.callbacks import Callback, CallbackList
@@ -156,6 +157,7 @@ def fit(
         listeners = CallbackList()  # only rank 0 calls callbacks
     else:
         _warn_of_time_faces(problem)
+        _warn_of_outside_observations(problem)
     state = RunState(
         model,
         problem.unknowns_for(*_dtype_and_device(model, points)),
@@ -201,6 +203,18 @@ def _warn_of_time_faces(problem: Problem) -> None:
             time,
             time,
         )
+
+
+def _warn_of_outside_observations(problem: Problem) -> None:
+    for condition in problem.conditions:
+        if isinstance(condition, Observations) and (count := outside(condition, problem.domain)):
+            log.warning(
+                "observations %r: %d of the %d points lie outside the domain; the network "
+                "is fitted to them there all the same (check the points' columns and units)",
+                condition.name,
+                count,
+                len(condition.points),
+            )
 
 
 def _run_phases(state: RunState, parts: Parts) -> FitResult:

@@ -152,10 +152,10 @@ def test_observations_are_u_minus_values_at_their_points_in_the_models_dtype(gen
 @pytest.mark.parametrize(
     ("points", "values", "out", "complaint"),
     [
-        (torch.rand(5), torch.rand(5), None, r"points must be an \(M, d\) tensor.*got \(5,\)"),
+        (torch.rand(5), torch.rand(5), None, r"got \(5,\); for one coordinate, points\[:, None\]"),
         (torch.rand(0, 2), torch.rand(0), None, "M >= 1"),
         (torch.rand(5, 2), torch.rand(4), None, r"\(5,\) or \(5, m\) tensor.*got \(4,\)"),
-        (torch.rand(5, 2), [1.0] * 5, None, "got list"),
+        (torch.rand(5, 2), ["a"] * 5, None, "got list"),
         (torch.rand(5, 2), torch.rand(5, 2), "u", r"picks one output, so values must be \(5,\)"),
         (torch.rand(5, 2), torch.full((5,), float("nan")), None, "must all be finite"),
     ],
@@ -163,6 +163,37 @@ def test_observations_are_u_minus_values_at_their_points_in_the_models_dtype(gen
 def test_observations_of_the_wrong_shape_are_refused(points, values, out, complaint):
     with pytest.raises(ConfigError, match=complaint):
         Observations(points, values, out=out)
+
+
+def test_observations_take_numpy_arrays_and_lists_of_numbers_as_tensors():
+    import numpy as np
+
+    points = np.array([[0.25, 0.5], [0.75, 0.5]])
+    from_numpy = Observations(points, np.array([1.0, 2.0]))
+    from_lists = Observations(points.tolist(), [1.0, 2.0])
+    for observations in (from_numpy, from_lists):
+        assert observations.points.dtype == torch.float64
+        torch.testing.assert_close(observations.points, torch.tensor(points))
+        torch.testing.assert_close(
+            observations.values, torch.tensor([1.0, 2.0], dtype=torch.float64)
+        )
+
+
+def test_observations_outside_the_domain_are_warned_of_when_training_starts(pinn_messages):
+    class Outside(InversePoisson):
+        def __init__(self):
+            super().__init__(n_observations=8)
+            shifted = Observations(self.conditions[-1].points + 1.5, torch.zeros(8))
+            self.conditions = [*self.conditions[:-1], shifted]
+
+    problem = Outside()
+    settings = TrainSettings(adam={"steps": 1}, lbfgs={"steps": 0}, progress=False)
+    points = PointSampler(problem.domain, 16, 8, "sobol", torch.Generator().manual_seed(1))
+    fit(problem, small_model(problem).float(), settings, points)
+    warned = [m for m in pinn_messages() if "outside the domain" in m]
+    assert len(warned) == 1 and "8 of the 8 points" in warned[0]
+    tiny_fit(settings)  # inside: nothing more
+    assert len([m for m in pinn_messages() if "outside the domain" in m]) == 1
 
 
 def test_observations_must_match_the_domain_and_the_outputs(generator):
