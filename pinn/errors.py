@@ -1,8 +1,12 @@
 """The errors `pinn` raises for the user to read: each says what was wrong and how to fix it."""
 
 import math
+from collections.abc import Callable
+from typing import TypeVar
 
 import torch
+
+T = TypeVar("T")
 
 
 class PinnError(Exception):
@@ -55,6 +59,15 @@ class TrainingInterrupted(PinnError):
         super().__init__(message)
         self.signal, self.step = signal, step
         self.exit_code = 128 + signal
+
+
+def naming_where(where: str, call: Callable[[], T]) -> T:
+    """`call()`, its unknown input or output names (`u("w")`) said with `where` they were
+    asked for (a residual, a condition): the field that raises knows only the names it has."""
+    try:
+        return call()
+    except (UnknownNameError, IndexOutOfRangeError) as error:
+        raise type(error)(f"{where}: {error}") from None
 
 
 def first_line(error: Exception) -> str:

@@ -8,7 +8,7 @@ import torch
 
 from pinn.derivatives.engines import Engine
 from pinn.derivatives.field import Field, Model
-from pinn.errors import ConfigError, validating
+from pinn.errors import ConfigError, IndexOutOfRangeError, naming_where, validating
 from pinn.geometry import Batch
 from pinn.problem.causal import CausalWeighting
 from pinn.problem.problem import Problem
@@ -75,9 +75,14 @@ def residuals(
                     f"two loss terms are named {condition.name!r}; give each condition its own "
                     "name, e.g. Dirichlet(on='x_min', name='left')"
                 )
-            residual = condition.residual(boundary, batch.boundary, field_at)
             if validating():
+                residual = naming_where(
+                    f"condition {condition.name!r}",
+                    lambda c=condition: c.residual(boundary, batch.boundary, field_at),
+                )
                 _check_condition_residual(condition.name, residual)
+            else:
+                residual = condition.residual(boundary, batch.boundary, field_at)
             terms[condition.name] = residual
     return terms
 
@@ -100,7 +105,9 @@ def _checked_residual(
     (N,) tensor or a dict of them; an IndexError (x[:, 2] on a 2-D domain) named as such."""
     name, dim = f"{type(problem).__name__}.residual", u.x.shape[1]
     try:
-        residual = problem.residual(u.x, u)
+        residual = naming_where(name, lambda: problem.residual(u.x, u))
+    except IndexOutOfRangeError:
+        raise
     except IndexError as error:
         raise ConfigError(
             f"{name} indexes past the domain's coordinates ({error}): x is (N, {dim}) with "

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from pinn.derivatives.field import Field, Model
-from pinn.errors import ConfigError, is_finite_number, require_int
+from pinn.errors import ConfigError, is_finite_number, naming_where, require_int
 from pinn.nn.placement import placement
 from pinn.problem.columns import QUANTITY_PREFIX
 
@@ -207,9 +207,9 @@ def evaluate_quantities(problem, model: Model, tools: QuantityTools | None = Non
     tools: a `QuantityTools` to reuse (its quadrature points), else a new one.
     """
     tools = tools or QuantityTools(problem, model)
-    with torch.enable_grad():  # derivatives need a graph even where the caller has none
-        returned = problem.quantities(tools)
     owner = f"{type(problem).__name__}.quantities"
+    with torch.enable_grad():  # derivatives need a graph even where the caller has none
+        returned = naming_where(owner, lambda: problem.quantities(tools))
     if not isinstance(returned, Mapping):
         raise ConfigError(f"{owner} must return a dict {{name: value}}, got {type(returned)}")
     return {_checked_name(k, owner): _number(v, k, owner) for k, v in returned.items()}

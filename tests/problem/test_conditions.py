@@ -17,6 +17,7 @@ from pinn import (
     Initial,
     Neumann,
     Periodic,
+    PinnError,
     PointSampler,
     Polygon,
     Problem,
@@ -388,3 +389,35 @@ def test_training_reaches_the_known_solution(run):
     with torch.no_grad():
         error = model(x)[:, 0] - problem.exact(x)
     assert (error.norm() / problem.exact(x).norm()).item() < tolerance
+
+
+# ---- unknown names, said where they were asked for ---------------------------------------
+
+
+class Misnamed(Problem):
+    """A residual or a condition asking for names the problem does not have."""
+
+    domain = BOX
+
+    def __init__(self, residual_name="x", condition_out=None):
+        self.residual_name = residual_name
+        self.conditions = [Dirichlet(on="x_min", value=0.0, out=condition_out, name="wall")]
+
+    def residual(self, x, u):
+        return u.d(self.residual_name) + u()
+
+
+@pytest.mark.parametrize(
+    ("problem", "message"),
+    [
+        (Misnamed(residual_name="z"), "Misnamed.residual: unknown input 'z'; the inputs are"),
+        (Misnamed(condition_out="w"), "condition 'wall': unknown output 'w'; the outputs are"),
+        (Misnamed(condition_out=3), "condition 'wall': output index 3 out of range"),
+    ],
+)
+def test_an_unknown_name_is_said_with_where_it_was_asked_for(problem, message, generator):
+    points = PointSampler(BOX, 16, 8, "sobol", generator, dtype=torch.float64)
+    model = Known(lambda x: x[:, 0] * x[:, 1])
+    with pytest.raises(PinnError) as refused:
+        loss_terms(problem, model, points.draw())
+    assert str(refused.value).startswith(message)
