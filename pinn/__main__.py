@@ -96,7 +96,7 @@ def summary(metrics: dict, run_dir: str) -> str:
         return "n/a (no exact solution)" if value is None else f"{value:.3e}"
 
     learned = [
-        f"{name:<15}{value:.6g} (learned)" for name, value in metrics.get("unknowns", {}).items()
+        f"{name:<15}{value:.10g} (learned)" for name, value in metrics.get("unknowns", {}).items()
     ]
     return "\n".join(
         [

@@ -220,7 +220,7 @@ def _train(
     metrics |= provenance(cfg, device, started_at, utc_now())
     if world.is_main:
         if unknowns.names:
-            learned = ", ".join(f"{n} = {value:.6g}" for n, value in unknowns.values().items())
+            learned = ", ".join(f"{n} = {value:.10g}" for n, value in unknowns.values().items())
             log.info("learned unknowns: %s", learned)
         for name, value in metrics.get("quantities", {}).items():
             error = metrics.get("quantity_errors", {}).get(name)

@@ -216,6 +216,8 @@ def test_summary_shows_learned_unknowns():
     metrics = {"rel_l2": 1e-3, "max_abs_error": 2e-4, "final_loss": 1e-6, "steps": 10}
     metrics["fresh_loss"] = 2e-6
     plain = summary({**metrics, "wall_time_s": 1.0}, "out")
-    learned = summary({**metrics, "wall_time_s": 1.0, "unknowns": {"kappa": 0.50001}}, "out")
+    unknowns = {"kappa": 0.50001, "k": 1.99999999408}  # ten digits: a learned 2 is seen as such
+    learned = summary({**metrics, "wall_time_s": 1.0, "unknowns": unknowns}, "out")
     assert "kappa" not in plain
     assert "kappa          0.50001 (learned)" in learned.splitlines()
+    assert "k              1.999999994 (learned)" in learned.splitlines()
