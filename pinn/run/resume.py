@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from pinn.errors import CheckpointError, ConfigError
 from pinn.run.configs import CONF_DIR
@@ -89,11 +90,28 @@ def check_same_run(saved: Mapping[str, Any], current: Mapping[str, Any], path: P
             f"{key}={new.get(key, '<unset>')!r} (saved: {old.get(key, '<unset>')!r})"
             for key in differ
         )
+        started = _started_with(path)
+        given = (
+            f" ({' '.join(started)})"
+            if started
+            else " (see the config.yaml next to the checkpoint)"
+        )
         raise ConfigError(
             f"resume: this config differs from the run in {path} in {listed}. A resumed run "
-            f"continues with its own config: give the overrides it was started with (see the "
-            f"config.yaml next to the checkpoint), or start a new run without resume="
+            f"continues with its own config: give the overrides it was started with{given}, "
+            "or start a new run without resume="
         )
+
+
+def _started_with(path: Path) -> list[str]:
+    """The command-line overrides the run beside the checkpoint `path` was started with (its
+    Hydra `.hydra/overrides.yaml`), but where it ran and how it was shown; [] if unknown."""
+    try:
+        overrides = OmegaConf.load(path.parent / ".hydra" / "overrides.yaml")
+    except (OSError, OmegaConfBaseException):
+        return []
+    skipped = ("hydra.", "resume=", "overwrite=")
+    return [str(item) for item in overrides if not str(item).startswith(skipped)]
 
 
 def _base_defaults() -> dict[str, Any]:

@@ -18,6 +18,7 @@ from pathlib import Path
 import cli_helpers
 import pytest
 import torch
+from omegaconf import OmegaConf
 
 import pinn.training.checkpointing
 from pinn import (
@@ -387,3 +388,19 @@ def test_foreign_checkpoints_and_changed_configs_are_refused(tmp_path):
     assert not (tmp_path / "new").exists()
     assert snapshot(uninterrupted) == before
     assert math.isfinite(load_checkpoint(uninterrupted / "checkpoint.pt")["loss"])
+
+
+def test_a_changed_config_is_told_the_overrides_its_run_was_started_with(tmp_path):
+    from pinn.run.resume import check_same_run
+
+    saved = OmegaConf.to_container(compose_config(["problem=heat", "seed=3"]), resolve=True)
+    current = OmegaConf.to_container(compose_config(["problem=heat"]), resolve=True)
+    (tmp_path / ".hydra").mkdir()
+    (tmp_path / ".hydra" / "overrides.yaml").write_text(
+        "- problem=heat\n- seed=3\n- hydra.run.dir=runs/a\n- threads=1\n"
+    )
+    with pytest.raises(ConfigError, match=r"started with \(problem=heat seed=3 threads=1\)"):
+        check_same_run(saved, current, tmp_path / "checkpoint.pt")
+    (tmp_path / ".hydra" / "overrides.yaml").unlink()  # a run of fit(): no Hydra record
+    with pytest.raises(ConfigError, match="see the config.yaml next to the checkpoint"):
+        check_same_run(saved, current, tmp_path / "checkpoint.pt")
