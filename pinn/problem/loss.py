@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 
 import torch
@@ -12,6 +13,9 @@ from pinn.errors import ConfigError, IndexOutOfRangeError, naming_where, validat
 from pinn.geometry import Batch
 from pinn.problem.causal import CausalWeighting
 from pinn.problem.problem import Problem
+from pinn.problem.unknowns import Unknowns
+
+log = logging.getLogger(__name__)
 
 
 def loss_terms(
@@ -84,7 +88,31 @@ def residuals(
             else:
                 residual = condition.residual(boundary, batch.boundary, field_at)
             terms[condition.name] = residual
+    if validating() and problem.attached_unknowns is not None:
+        _warn_of_unused_unknowns(problem.attached_unknowns, terms)
     return terms
+
+
+def _warn_of_unused_unknowns(unknowns: Unknowns, terms: Mapping[str, torch.Tensor]) -> None:
+    """Once per set of unknowns: log those no term depends on (a residual that never reads
+    self.unknown(name)), which would stay at their guesses. One extra backward pass, the
+    graph kept for the step's own."""
+    if unknowns.use_checked or not unknowns.names:
+        return
+    varying = [term.sum() for term in terms.values() if term.requires_grad]
+    if not varying:  # no graph (under no_grad): nothing to tell
+        return
+    unknowns.use_checked = True
+    scalars = list(unknowns.scalars)
+    grads = torch.autograd.grad(sum(varying), scalars, allow_unused=True, retain_graph=True)
+    for name, grad in zip(unknowns.names, grads, strict=True):
+        if grad is None:
+            log.warning(
+                "unknown %r: no loss term depends on it (the residual and the conditions never "
+                "read self.unknown(%r)), so it stays at its guess",
+                name,
+                name,
+            )
 
 
 def weighted_sum(terms: Mapping[str, torch.Tensor], weights: Mapping[str, float]) -> torch.Tensor:

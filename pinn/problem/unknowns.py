@@ -51,6 +51,9 @@ class Unknowns(nn.Module):
             nn.Parameter(torch.tensor(float(guess), dtype=dtype, device=device))
             for guess in initial.values()
         )
+        self.use_checked = (
+            False  # whether the loss was seen to depend on each (`pinn.problem.loss`)
+        )
 
     def __getitem__(self, name: str) -> torch.Tensor:
         """The 0-d parameter `name`: differentiable, so a residual can use it in a loss."""

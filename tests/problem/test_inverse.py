@@ -196,6 +196,21 @@ def test_observations_outside_the_domain_are_warned_of_when_training_starts(pinn
     assert len([m for m in pinn_messages() if "outside the domain" in m]) == 1
 
 
+def test_an_unknown_no_term_depends_on_is_warned_of_once(pinn_messages):
+    class Forgetful(InversePoisson):
+        unknowns = {"kappa": 1.0, "spare": 0.5}  # spare: never read by the residual
+
+    problem = Forgetful(n_observations=8)
+    settings = TrainSettings(adam={"steps": 3}, lbfgs={"steps": 2}, progress=False)
+    points = PointSampler(problem.domain, 16, 8, "sobol", torch.Generator().manual_seed(1))
+    result = fit(problem, small_model(problem).float(), settings, points)
+    warned = [m for m in pinn_messages() if "no loss term depends on it" in m]
+    assert len(warned) == 1 and warned[0].startswith("unknown 'spare'")
+    assert result.history[-1]["spare"] == 0.5  # as told: it stays at its guess
+    tiny_fit(settings)  # kappa is read: nothing more
+    assert len([m for m in pinn_messages() if "no loss term depends on it" in m]) == 1
+
+
 def test_observations_must_match_the_domain_and_the_outputs(generator):
     u = Field(Known(lambda x: x), torch.rand(3, 2, dtype=torch.float64), ("x", "y"), ("u", "v"))
     cases = [
