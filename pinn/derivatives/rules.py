@@ -424,24 +424,26 @@ def _times(order: Order, a, b):
     return _mul(order, a, b) if is_terms(a) or is_terms(b) else a * b
 
 
+def _unsqueezed(order: Order, x, dim: int):
+    """x with a new axis at dim, by the rule where x depends on the points."""
+    return RULES[aten.unsqueeze.default](order, x, dim) if is_terms(x) else x.unsqueeze(dim)
+
+
 def _cdist(order: Order, a, b, p: float = 2.0, compute_mode=None) -> Terms:
     """torch.cdist: the p-norms (..., P, R) of the differences between the rows of a (..., P, M)
     and of b (..., R, M), written out (torch's own cdist has no second derivative); as torch's,
     not differentiable where two rows coincide."""
-    unsqueeze = RULES[aten.unsqueeze.default]
-    rows_a = unsqueeze(order, a, -2) if is_terms(a) else a.unsqueeze(-2)
-    rows_b = unsqueeze(order, b, -3) if is_terms(b) else b.unsqueeze(-3)
+    rows_a, rows_b = _unsqueezed(order, a, -2), _unsqueezed(order, b, -3)
     return _vector_norm(order, _sub(order, rows_a, rows_b), p, [-1])
 
 
 def _trilinear(order: Order, a, b, c, expand_a, expand_b, expand_c, sumdim, unroll_dim=1):
     """aten._trilinear (nn.Bilinear): a, b, c each unsqueezed at its expand dimensions, their
     product summed over sumdim, by the rules of those."""
-    unsqueeze = RULES[aten.unsqueeze.default]
 
     def expanded(factor, dims):
         for dim in sorted(dims):
-            factor = unsqueeze(order, factor, dim) if is_terms(factor) else factor.unsqueeze(dim)
+            factor = _unsqueezed(order, factor, dim)
         return factor
 
     factors = [expanded(f, dims) for f, dims in ((a, expand_a), (b, expand_b), (c, expand_c))]

@@ -51,9 +51,8 @@ class Unknowns(nn.Module):
             nn.Parameter(torch.tensor(float(guess), dtype=dtype, device=device))
             for guess in initial.values()
         )
-        self.use_checked = (
-            False  # whether the loss was seen to depend on each (`pinn.problem.loss`)
-        )
+        # Whether the loss was checked to depend on each (`pinn.problem.loss`), once.
+        self.use_checked = False
 
     def __getitem__(self, name: str) -> torch.Tensor:
         """The 0-d parameter `name`: differentiable, so a residual can use it in a loss."""
