@@ -4,7 +4,10 @@ Each job leaves `status.json` in its directory (`run_job`): its overrides, "comp
 "failed" with the error's one line, the errors and loss, and its wall time. At the end
 `SweepSummary` (a Hydra callback, `hydra.callbacks` in conf/config.yaml) gathers them into
 `summary.csv` in the sweep directory, prints the table, and ends the sweep with the number of
-failed jobs as its exit status (capped at 100; 0 when every job passed).
+failed jobs as its exit status (capped at 100; 0 when every job passed). A job's learned unknowns
+and its quantities of interest that are single numbers are columns of their own, after the
+fixed ones, named as the problem names them (`unknown:<name>` / `quantity:<name>` where a name
+is taken).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ def run_job(
     try:
         metrics = train(cfg, run_dir)
         status.update(status="completed", **{k: metrics.get(k) for k in COLUMNS[3:6]})
+        status.update(named_numbers(metrics))
     except TrainingInterrupted:
         raise  # Ctrl-C stops the whole sweep
     except Exception as failure:  # a failing job is the sweep's news, not its end
@@ -50,6 +54,27 @@ def run_job(
     Path(run_dir).mkdir(parents=True, exist_ok=True)
     (Path(run_dir) / STATUS_NAME).write_text(json.dumps(json_safe(status), indent=2) + "\n")
     return metrics, error
+
+
+def named_numbers(metrics: dict) -> dict[str, float]:
+    """{column: value} for the learned unknowns and the quantities that are one number each (a
+    profile of values stays in metrics.json), each under its own name unless that is taken."""
+    numbers: dict[str, float] = {}
+    for kind, found in (
+        ("unknown", metrics.get("unknowns", {})),
+        ("quantity", metrics.get("quantities", {})),
+    ):
+        for name, value in found.items():
+            if isinstance(value, (int, float)):
+                taken = name in COLUMNS or name in ("error", *numbers)
+                numbers[f"{kind}:{name}" if taken else name] = value
+    return numbers
+
+
+def columns_of(statuses: list[dict[str, Any]]) -> list[str]:
+    """The fixed COLUMNS, then every job's named numbers in the order they first appear."""
+    extra = dict.fromkeys(k for s in statuses for k in s if k not in (*COLUMNS, "error"))
+    return [*COLUMNS, *extra]
 
 
 def read_statuses(sweep_dir: Path) -> list[dict[str, Any]]:
@@ -74,8 +99,9 @@ def table(statuses: list[dict[str, Any]]) -> str:
             return f"{value:.1f}" if name == "wall_time_s" else f"{value:.3e}"
         return "" if value is None else str(value)
 
-    rows = [list(COLUMNS), *([cell(n, s.get(n)) for n in COLUMNS] for s in statuses)]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
+    columns = columns_of(statuses)
+    rows = [columns, *([cell(n, s.get(n)) for n in columns] for s in statuses)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(columns))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows)
 
 
@@ -87,7 +113,8 @@ class SweepSummary(Callback):
         sweep_dir = Path(config.hydra.sweep.dir)
         statuses = read_statuses(sweep_dir)
         with open(sweep_dir / SUMMARY_NAME, "w", newline="") as file:
-            writer = csv.DictWriter(file, fieldnames=[*COLUMNS, "error"], extrasaction="ignore")
+            fields = [*columns_of(statuses), "error"]
+            writer = csv.DictWriter(file, fieldnames=fields, extrasaction="ignore")
             writer.writeheader()
             writer.writerows(statuses)
         failed = sum(status["status"] != "completed" for status in statuses)

@@ -6,7 +6,7 @@ import json
 
 from cli_helpers import run_pinn
 
-from pinn.run.sweep import table
+from pinn.run.sweep import COLUMNS, columns_of, named_numbers, table
 
 FAST = [
     "trainer.adam.steps=5",
@@ -55,3 +55,23 @@ def test_a_failing_job_is_recorded_and_the_sweep_goes_on(tmp_path):
 def test_the_table_shows_a_row_per_job_with_its_numbers():
     statuses = [{"job": 0, "overrides": "seed=1", "status": "completed", "rel_l2": 0.5}]
     assert table(statuses).splitlines()[1].split() == ["0", "seed=1", "completed", "5.000e-01"]
+
+
+def test_learned_unknowns_and_single_number_quantities_get_columns_of_their_own():
+    metrics = {
+        "rel_l2": 0.1,
+        "unknowns": {"kappa": 2.0, "status": 3.0},  # a name a fixed column has is prefixed
+        "quantities": {"drag": 5.5, "profile": [0.1, 0.2], "kappa": 1.0},
+    }
+    numbers = named_numbers(metrics)
+    assert numbers == {"kappa": 2.0, "unknown:status": 3.0, "drag": 5.5, "quantity:kappa": 1.0}
+    statuses = [
+        {"job": 0, "overrides": "seed=0", "status": "completed", **numbers},
+        {"job": 1, "overrides": "seed=1", "status": "failed", "error": "bad"},
+        {"job": 2, "overrides": "seed=2", "status": "completed", "drag": 5.25},
+    ]
+    assert columns_of(statuses)[len(COLUMNS) :] == list(numbers)
+    header, *rows = table(statuses).splitlines()
+    assert header.split()[-4:] == ["kappa", "unknown:status", "drag", "quantity:kappa"]
+    assert rows[0].split()[-4:] == ["2.000e+00", "3.000e+00", "5.500e+00", "1.000e+00"]
+    assert rows[2].split()[-1] == "5.250e+00"  # job 2's drag under its column, the rest empty
