@@ -51,9 +51,20 @@ def as_columns(values: torch.Tensor) -> torch.Tensor:
 
 def exact_values(problem: Problem, points: torch.Tensor) -> torch.Tensor:
     """(M, m) `problem.exact` at (M, d) points, refused in one line unless it returned an (M,)
-    tensor (one output) or an (M, m) one for the m outputs."""
-    values, m, count = problem.exact(points), len(problem.outputs), len(points)
-    name = f"{type(problem).__name__}.exact"
+    tensor (one output) or an (M, m) one for the m outputs.
+
+    It is first asked at m + 1 points (a count no output count equals), so that a result of
+    the wrong shape, such as the (M, M) table of a broadcasting slip, is refused before it is
+    computed at every point."""
+    probe = len(problem.outputs) + 1
+    if len(points) > probe:
+        _checked_exact(problem, problem.exact(points[:probe]), probe)
+    return as_columns(_checked_exact(problem, problem.exact(points), len(points)))
+
+
+def _checked_exact(problem: Problem, values, count: int) -> torch.Tensor:
+    """`values`, what `problem.exact` returned at `count` points, if of a shape it may have."""
+    name, m = f"{type(problem).__name__}.exact", len(problem.outputs)
     if not isinstance(values, torch.Tensor):
         raise ConfigError(
             f"{name} returned {type(values).__name__}; it must return a tensor of the exact "
@@ -63,11 +74,11 @@ def exact_values(problem: Problem, points: torch.Tensor) -> torch.Tensor:
     if tuple(values.shape) not in expected:
         shapes = " or ".join(str(shape) for shape in reversed(expected))
         raise ConfigError(
-            f"{name} returned shape {tuple(values.shape)}, expected {shapes}: one row per point"
-            f" and a column per output {list(problem.outputs)}; index columns as x[:, 0], not "
-            "x[:, :1]"
+            f"{name} returned shape {tuple(values.shape)} at {count} points, expected {shapes}: "
+            f"one row per point and a column per output {list(problem.outputs)}; index columns "
+            "as x[:, 0], not x[:, :1]"
         )
-    return as_columns(values)
+    return values
 
 
 def can_validate(problem: Problem) -> bool:

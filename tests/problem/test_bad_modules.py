@@ -89,9 +89,9 @@ def test_a_right_residual_is_accepted():
     [
         (
             lambda self, x: x[:, :1].T,
-            r"Wrong.exact returned shape \(1, 5\), expected \(5,\) or \(5, 1\)",
+            r"Wrong.exact returned shape \(1, 2\) at 2 points, expected \(2,\) or \(2, 1\)",
         ),
-        (lambda self, x: x[:, 0].sum(), r"Wrong.exact returned shape \(\), expected"),
+        (lambda self, x: x[:, 0].sum(), r"Wrong.exact returned shape \(\) at 2 points, expected"),
         (lambda self, x: None, r"Wrong.exact returned NoneType; it must return a tensor"),
     ],
 )
@@ -99,6 +99,20 @@ def test_an_exact_solution_of_the_wrong_shape_is_refused(exact, message):
     problem = type("Wrong", (Line,), {"exact": exact})()
     with pytest.raises(ConfigError, match=message):
         Validator(problem, points=torch.linspace(0, 1, 5, dtype=torch.float64)[:, None])
+
+
+def test_a_broadcasting_slip_in_exact_is_refused_before_it_runs_at_every_point():
+    asked = []
+
+    def table(self, x):  # (M, 1) - (M,): an (M, M) table, 3-output problem
+        asked.append(len(x))
+        return x[:, :1] - x[:, 0]
+
+    problem = type("Wrong", (Line,), {"exact": table, "outputs": ("u", "v", "p")})()
+    points = torch.linspace(0, 1, 10_000, dtype=torch.float64)[:, None]
+    with pytest.raises(ConfigError, match=r"shape \(4, 4\) at 4 points, expected \(4, 3\)"):
+        Validator(problem, points=points)
+    assert asked == [4]  # never the 10^8 entries of the whole table
 
 
 @pytest.mark.parametrize("exact", [lambda self, x: x[:, 0], lambda self, x: x[:, :1]])
