@@ -234,8 +234,8 @@ def quantity_errors(values: Mapping, reference: Mapping, owner: str) -> dict[str
                 f"{owner}: quantity {name!r} has {value.numel()} value(s), its reference "
                 f"{truth.numel()}"
             )
-        norm = truth.norm().item()
-        errors[name] = (value - truth).norm().item() / (norm if norm > 0 else 1.0)
+        scale = truth.norm().item() if error_kind(truth) == "relative" else 1.0
+        errors[name] = (value - truth).norm().item() / scale
     return errors
 
 
