@@ -7,6 +7,7 @@ torchrun once (rank 0 speaks for all: every process refuses the same config alik
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import sys
 import time
@@ -32,9 +33,20 @@ def report(message: str) -> NoReturn:
     place = launched()
     if place is None or place[0] == 0:
         print(f"pinn: error: {message}", file=sys.stderr)
+        log_to_files(f"pinn: error: {message}")
     else:
         time.sleep(OTHER_RANK_GRACE_S)
     sys.exit(1)
+
+
+def log_to_files(message: str) -> None:
+    """Write `message` to the log files only (the run directory's `__main__.log` under Hydra),
+    so that a refused or failed run's directory says why it stopped; the console has it
+    already."""
+    record = logging.LogRecord("pinn", logging.ERROR, __file__, 0, message, None, None)
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.FileHandler):
+            handler.handle(record)
 
 
 def run_reporting(entry: Callable[[], Any], docs: dict[str, str] | None = None) -> Any:

@@ -1,6 +1,7 @@
 """`python -m pinn`: the command a user types, run as a subprocess with one thread."""
 
 import json
+import logging
 import re
 import textwrap
 from pathlib import Path
@@ -9,6 +10,7 @@ import pytest
 from cli_helpers import REPO, run_pinn
 
 from pinn import ConfigError, compose_config, train
+from pinn.run.reporting import report
 
 FAST = [
     "trainer.adam.steps=30",
@@ -208,6 +210,23 @@ def test_nan_stops_the_cli_with_a_clear_message(tmp_path):
     assert "last good checkpoint was written at step 10" in result.stderr
     assert "Traceback" not in result.stderr
     assert (run_dir / "checkpoint.pt").exists()
+    assert "pinn: error: loss became nan at step 12" in (run_dir / "__main__.log").read_text()
+
+
+def test_an_error_goes_to_the_run_log_as_well_as_the_console(tmp_path, capsys):
+    log_file = tmp_path / "__main__.log"
+    handler = logging.FileHandler(log_file)
+    logging.getLogger().addHandler(handler)
+    try:
+        with pytest.raises(SystemExit) as stopped:
+            report("model.width must be a whole number >= 1, got 0")
+    finally:
+        logging.getLogger().removeHandler(handler)
+        handler.close()
+    assert stopped.value.code == 1
+    said = "pinn: error: model.width must be a whole number >= 1, got 0"
+    assert capsys.readouterr().err == said + "\n"  # once on the console: the log has no echo
+    assert log_file.read_text() == said + "\n"
 
 
 def test_summary_shows_learned_unknowns():
