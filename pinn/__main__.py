@@ -19,7 +19,7 @@ from omegaconf.errors import OmegaConfBaseException
 from pinn.errors import PinnError, TrainingInterrupted
 from pinn.run.config_docs import key_docs, register_help
 from pinn.run.configs import CONF_DIR, shadowed_problems, user_conf_dir, user_conf_overrides
-from pinn.run.reporting import one_line, report, run_reporting
+from pinn.run.reporting import log_to_files, one_line, report, run_reporting
 from pinn.run.rundir import check_cli_run_dir
 from pinn.run.sweep import run_job
 from pinn.run.train import train
@@ -67,7 +67,9 @@ def sweep_job(cfg: DictConfig, run_dir: str, job: int, overrides) -> float | Non
     metrics, error = run_job(train, cfg, run_dir, job, overrides)
     stop(wait=error is None)
     if error is not None:
-        print(f"pinn: error: job {job} ({' '.join(overrides)}): {error}", file=sys.stderr)
+        line = f"pinn: error: job {job} ({' '.join(overrides)}): {error}"
+        print(line, file=sys.stderr)
+        log_to_files(line)  # the job's own __main__.log
         return None
     print(summary(metrics, run_dir))
     return metrics["rel_l2"]

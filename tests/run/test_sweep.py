@@ -35,6 +35,7 @@ def test_a_failing_job_is_recorded_and_the_sweep_goes_on(tmp_path):
     failed = json.loads((tmp_path / "1" / "status.json").read_text())
     assert failed["status"] == "failed" and failed["overrides"].endswith(" model.width=0")
     assert failed["error"] == "model.width must be a whole number >= 1, got 0"
+    assert "model.width=0): model.width must be" in (tmp_path / "1" / "__main__.log").read_text()
 
     with open(tmp_path / "summary.csv") as file:
         rows = list(csv.DictReader(file))
