@@ -11,11 +11,15 @@ from pinn.derivatives.engines import Engine
 from pinn.derivatives.field import Field, Model
 from pinn.errors import ConfigError, IndexOutOfRangeError, naming_where, validating
 from pinn.geometry import Batch
+from pinn.geometry.spacetime import SpaceTime
 from pinn.problem.causal import CausalWeighting
 from pinn.problem.problem import Problem
 from pinn.problem.unknowns import Unknowns
 
 log = logging.getLogger(__name__)
+
+# Problem classes told already (in this process) that their Laplacian includes time.
+_TOLD_OF_LAPLACIAN_IN_TIME: set[str] = set()
 
 
 def loss_terms(
@@ -61,6 +65,7 @@ def residuals(
     interior = field_at(batch.interior, "interior")
     if validating():
         residual = _checked_residual(problem, interior, len(batch.interior))
+        _warn_of_laplacian_in_time(problem, interior)
     else:  # the eager first step has checked it; a compiled step only computes
         residual = problem.residual(interior.x, interior)
     if isinstance(residual, Mapping):
@@ -91,6 +96,27 @@ def residuals(
     if validating() and problem.attached_unknowns is not None:
         _warn_of_unused_unknowns(problem.attached_unknowns, terms)
     return terms
+
+
+def _warn_of_laplacian_in_time(problem: Problem, u: Field) -> None:
+    """Once per problem class: log that `u.laplacian()` on a SpaceTime sums the second
+    derivatives over every input, time included, and how to write the spatial one; a heat
+    equation written as u_t - k u.laplacian() would otherwise solve another PDE silently."""
+    domain, name = problem.domain, type(problem).__name__
+    if not (isinstance(domain, SpaceTime) and u.requests.laplacian):
+        return
+    if name in _TOLD_OF_LAPLACIAN_IN_TIME:
+        return
+    _TOLD_OF_LAPLACIAN_IN_TIME.add(name)
+    spatial = " + ".join(f"u.d2({coordinate!r})" for coordinate in domain.space.names)
+    log.warning(
+        "%s.residual: u.laplacian() sums the second derivatives over every input, %r "
+        "included (%s); for the Laplacian in space alone write %s",
+        name,
+        domain.time,
+        ", ".join(domain.names),
+        spatial,
+    )
 
 
 def _warn_of_unused_unknowns(unknowns: Unknowns, terms: Mapping[str, torch.Tensor]) -> None:

@@ -236,6 +236,8 @@ def _run_phases(state: RunState, parts: Parts) -> FitResult:
                 continue  # the phase the state is in is over (or has 0 steps)
             saved = state.resumed.get("phase_state") if index == resumed_at else None
             state.active = phase
+            # A line per phase: a run without a progress bar says what it is doing.
+            log.info("%s: %d steps from step %d", phase.name, phase.steps_left(state), state.step)
             phase.run(state, parts, saved)
         finish(state, parts)
     finally:
