@@ -40,6 +40,8 @@ def summarise(
         "steps": result.steps,
         "final_loss": result.final_loss,
     }
+    if validator is not None and validator.shifted:
+        metrics["constants"] = validator.constants(model)
     if unknowns:
         metrics["unknowns"] = dict(unknowns)
     if problem is not None and problem.has_quantities:
@@ -78,6 +80,8 @@ def write_outputs(
     prediction as VTK files too (`pinn.run.vtk`)."""
     (run_dir / "metrics.json").write_text(json.dumps(json_safe(metrics), indent=2) + "\n")
     HistoryCSV(run_dir / HISTORY_NAME).update(result.history)
+    if validator is not None:  # outputs up to a constant shown as the errors measure them
+        model = validator.aligned(model)
     arrays = write_prediction(run_dir / PREDICTION_NAME, problem, model, validator)
     if vtk:
         write_vtk(run_dir, problem.domain, problem.outputs, arrays)

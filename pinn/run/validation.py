@@ -113,6 +113,7 @@ class Validator:
         if not can_validate(problem):
             raise ConfigError(f"{name} has no exact solution or reference data to validate against")
         self.output_names = tuple(problem.outputs)
+        self.shifted = _shifted_outputs(problem)
         if points is None and problem.has_reference:
             points, values = problem.reference_data()
             self.points = points.to(dtype=dtype, device=device)
@@ -135,11 +136,41 @@ class Validator:
         """Whether every output has a true value at every point (no NaN in `reference`)."""
         return bool(torch.isfinite(self.reference).all())
 
+    def constants(self, model: Model) -> dict[str, float]:
+        """{name: c} for each output of `problem.up_to_constant`: the constant added to the
+        model's values before they are compared, the mean of true minus predicted values."""
+        return {self.output_names[k]: c for k, c in self._offsets(model).items()}
+
+    def aligned(self, model: Model) -> Model:
+        """`model` with `constants(model)` added to its outputs (the model itself when the
+        problem has no output up to a constant): what the errors measure, for plots and
+        prediction.npz."""
+        offsets = self._offsets(model)
+        if not offsets:
+            return model
+        shift = torch.zeros(len(self.output_names), dtype=torch.float64)
+        for k, value in offsets.items():
+            shift[k] = value
+        return ShiftedModel(model, shift)
+
+    def _offsets(self, model: Model, predicted: torch.Tensor | None = None) -> dict[int, float]:
+        if not self.shifted:
+            return {}
+        predicted = predict(model, self.points) if predicted is None else predicted
+        offsets = {}
+        for k in self.shifted:
+            known = torch.isfinite(self.reference[:, k])
+            offsets[k] = (self.reference[known, k] - predicted[known, k]).mean().item()
+        return offsets
+
     def errors(self, model: Model) -> dict[str, float]:
         """{"rel_l2": ||u - u*|| / ||u*||, "max_abs_error": max |u - u*|} over the points and
         all outputs, counting only the true values there are; with several outputs also
-        "rel_l2_<name>" and "max_abs_error_<name>" for each output that has true values."""
+        "rel_l2_<name>" and "max_abs_error_<name>" for each output that has true values.
+        Outputs up to a constant are first shifted by `constants(model)`."""
         predicted = predict(model, self.points)
+        for k, offset in self._offsets(model, predicted).items():
+            predicted[:, k] += offset
         known = torch.isfinite(self.reference)
         errors = _errors(predicted[known], self.reference[known])
         if len(self.output_names) > 1:
@@ -149,6 +180,35 @@ class Validator:
                     output = _errors(predicted[known[:, k], k], truth)
                     errors |= {f"{key}_{name}": value for key, value in output.items()}
         return errors
+
+
+class ShiftedModel(torch.nn.Module):
+    """A model whose (N, m) outputs have the (m,) constants `shift` added (`Validator.aligned`)."""
+
+    def __init__(self, model: Model, shift: torch.Tensor):
+        super().__init__()
+        self.model, self.shift = model, shift
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        values = as_columns(self.model(x))
+        return values + self.shift.to(dtype=values.dtype, device=values.device)
+
+
+def _shifted_outputs(problem: Problem) -> list[int]:
+    """The indices of `problem.up_to_constant`'s outputs, refused unless each is an output."""
+    names, outputs = problem.up_to_constant, list(problem.outputs)
+    if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+        raise ConfigError(
+            f"{type(problem).__name__}.up_to_constant must be a tuple of output names, e.g. "
+            f"('p',), got {names!r}"
+        )
+    unknown = [n for n in names if n not in outputs]
+    if unknown:
+        raise ConfigError(
+            f"{type(problem).__name__}.up_to_constant names {unknown}, which are no outputs; "
+            f"the outputs are {outputs}"
+        )
+    return [outputs.index(n) for n in names]
 
 
 def _errors(predicted: torch.Tensor, truth: torch.Tensor) -> dict[str, float]:

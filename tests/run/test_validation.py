@@ -1,12 +1,24 @@
 """Validation: the evaluation set fits the domain; errors against exact or reference data."""
 
+import json
 import math
 
 import numpy as np
 import pytest
 import torch
 
-from pinn import Box, ConfigError, Disk, Polygon, Problem, SpaceTime, Validator, evaluation_points
+from pinn import (
+    Box,
+    ConfigError,
+    Disk,
+    Polygon,
+    Problem,
+    SpaceTime,
+    Validator,
+    compose_config,
+    evaluation_points,
+    train,
+)
 from pinn.run.validation import EVAL_POINTS
 
 
@@ -259,3 +271,56 @@ def test_reference_data_for_some_outputs_at_their_own_points():
 def test_bad_reference_data_per_output_is_refused(data, message):
     with pytest.raises(ConfigError, match=message):
         Validator(Profiles(data))
+
+
+class FlowUpToConstant(Flow):
+    up_to_constant = ("p",)
+
+
+def test_an_output_up_to_a_constant_is_shifted_by_its_best_constant_before_comparing():
+    def model(x):  # u off by 0.1, p right but for a constant 3 (and off by 0.2 y)
+        return torch.stack([x[:, 0] + 0.1, 10 * x[:, 1] + 3 + 0.2 * x[:, 1]], dim=1)
+
+    plain, shifted = Validator(Flow()), Validator(FlowUpToConstant())
+    assert plain.errors(model)["max_abs_error_p"] == pytest.approx(3.2, rel=1e-12)
+    errors = shifted.errors(model)
+    # The constant is the mean difference: -3 - 0.2 mean(y) = -3.1 on the grid, symmetric in y.
+    (constant,) = shifted.constants(model).values()
+    assert constant == pytest.approx(-3.1, rel=1e-12)
+    assert errors["max_abs_error_p"] == pytest.approx(0.1, rel=1e-9)  # 0.2 |y - 0.5| at most
+    assert errors["max_abs_error_u"] == pytest.approx(0.1, rel=1e-12)  # u is not shifted
+    aligned = shifted.aligned(model)(shifted.points)
+    assert torch.allclose(aligned[:, 1], model(shifted.points)[:, 1] - 3.1, atol=1e-12)
+    assert torch.equal(aligned[:, 0], model(shifted.points)[:, 0])
+    assert plain.aligned(model) is model and plain.constants(model) == {}
+
+
+@pytest.mark.parametrize(
+    ("names", "message"),
+    [
+        (("q",), r"names \['q'\], which are no outputs; the outputs are \['u', 'p'\]"),
+        ("p", "tuple"),
+    ],
+)
+def test_up_to_constant_must_name_outputs(names, message):
+    problem = type("Wrong", (Flow,), {"up_to_constant": names})()
+    with pytest.raises(ConfigError, match=message):
+        Validator(problem)
+
+
+def test_a_run_reports_the_constant_and_writes_p_as_measured(tmp_path, monkeypatch):
+    (tmp_path / "freep.py").write_text(
+        "from pinn.problems.kovasznay import Kovasznay\n\n\n"
+        "class FreeP(Kovasznay):\n    up_to_constant = ('p',)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    short = ["trainer.adam.steps=30", "trainer.gauss_newton.steps=0", "trainer.progress=false"]
+    cfg = compose_config(["problem=kovasznay", "problem.target=freep.FreeP", *short, "threads=1"])
+    metrics = train(cfg, tmp_path / "run")
+    saved = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert set(saved["constants"]) == {"p"} and saved["constants"] == metrics["constants"]
+    arrays = np.load(tmp_path / "run" / "prediction.npz")
+    error_p = arrays["predicted"][:, 2] - arrays["reference"][:, 2]
+    assert abs(error_p.mean()) < 1e-12  # shifted by the best constant: no mean error left
+    relative = np.linalg.norm(error_p) / np.linalg.norm(arrays["reference"][:, 2])
+    assert relative == pytest.approx(metrics["rel_l2_p"], rel=1e-9)
