@@ -68,12 +68,16 @@ def plane(domain: Domain, n: int, like: dict, fixed: dict[int, float]) -> Plane:
 
 def slices(domain: Domain, n: int, like: dict) -> list[Plane]:
     """The plane of a 2-D domain; else the first two coordinates at `_SLICES` values of the
-    last (the others at the centre of the bounding box)."""
+    last (the others at the centre of the bounding box): evenly inside its range, or for time
+    evenly up to the final time, where a time-dependent error has grown most (t = T/3, 2T/3,
+    T from 0)."""
     if domain.dim == 2:
         return [plane(domain, n, like, {})]
     middle = {a: (domain.lower[a] + domain.upper[a]) / 2 for a in range(2, domain.dim)}
     last = domain.dim - 1
     values = np.linspace(domain.lower[last], domain.upper[last], _SLICES + 2)[1:-1]
+    if time_axis(domain) == last:
+        values = np.linspace(domain.lower[last], domain.upper[last], _SLICES + 1)[1:]
     return [plane(domain, n, like, {**middle, last: float(v)}) for v in values]
 
 

@@ -115,6 +115,13 @@ def test_three_dimensions_are_drawn_as_slices():
     ]
 
 
+def test_two_space_dimensions_and_time_are_drawn_up_to_the_final_time():
+    problem = Smooth(SpaceTime(Box([0.0, 0.0], [1.0, 1.0]), 0.0, 1.5))
+    figure = solution_figure(problem, model_for(problem), n_per_dim=11)
+    predicted = [t for t in titles(figure) if t.startswith("predicted")]
+    assert predicted == [f"predicted u at t = {t}" for t in ("0.5", "1", "1.5")]
+
+
 def test_reference_data_only_is_drawn_at_its_points():
     points = torch.rand(300, 2, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     values = points.sum(dim=1)
