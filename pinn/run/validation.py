@@ -145,17 +145,10 @@ class Validator:
         """`model` with `constants(model)` added to its outputs (the model itself when the
         problem has no output up to a constant): what the errors measure, for plots and
         prediction.npz."""
-        offsets = self._offsets(model)
-        if not offsets:
-            return model
-        shift = torch.zeros(len(self.output_names), dtype=torch.float64)
-        for k, value in offsets.items():
-            shift[k] = value
-        return ShiftedModel(model, shift)
+        return ShiftedModel(model, self._shift(model)) if self.shifted else model
 
     def _offsets(self, model: Model, predicted: torch.Tensor | None = None) -> dict[int, float]:
-        if not self.shifted:
-            return {}
+        """{output index: the mean of true minus predicted values} for the shifted outputs."""
         predicted = predict(model, self.points) if predicted is None else predicted
         offsets = {}
         for k in self.shifted:
@@ -163,14 +156,21 @@ class Validator:
             offsets[k] = (self.reference[known, k] - predicted[known, k]).mean().item()
         return offsets
 
+    def _shift(self, model: Model, predicted: torch.Tensor | None = None) -> torch.Tensor:
+        """(m,) the constants to add to the m outputs: 0 but for the shifted ones."""
+        shift = torch.zeros(len(self.output_names), dtype=torch.float64)
+        for k, value in self._offsets(model, predicted).items():
+            shift[k] = value
+        return shift
+
     def errors(self, model: Model) -> dict[str, float]:
         """{"rel_l2": ||u - u*|| / ||u*||, "max_abs_error": max |u - u*|} over the points and
         all outputs, counting only the true values there are; with several outputs also
         "rel_l2_<name>" and "max_abs_error_<name>" for each output that has true values.
         Outputs up to a constant are first shifted by `constants(model)`."""
         predicted = predict(model, self.points)
-        for k, offset in self._offsets(model, predicted).items():
-            predicted[:, k] += offset
+        if self.shifted:
+            predicted = predicted + self._shift(model, predicted).to(predicted)
         known = torch.isfinite(self.reference)
         errors = _errors(predicted[known], self.reference[known])
         if len(self.output_names) > 1:
