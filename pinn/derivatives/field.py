@@ -74,6 +74,10 @@ class Field:
     output `out` may be left out; with several, name it (or give its index).
     """
 
+    # The inputs `laplacian()` sums over; None: all of them. A residual on a SpaceTime gets its
+    # space coordinates (`pinn.problem.loss.space_laplacian`): u_t = k Δu means Δ in space.
+    laplacian_inputs: tuple[int, ...] | None = None
+
     def __init__(
         self,
         f: Model,
@@ -150,7 +154,10 @@ class Field:
 
     def laplacian(self, out: str | int | None = None) -> torch.Tensor:
         """(N,) Laplacian of one output, from the diagonal alone; with an estimator, its
-        unbiased estimate from the estimator's random directions."""
+        unbiased estimate from the estimator's random directions. Over `laplacian_inputs`
+        when they are set (a SpaceTime's space), else over every input."""
+        if self.laplacian_inputs is not None:
+            return self._partial_laplacian(out, self.laplacian_inputs)
         k = self._output(out)
         self.requests.laplacian = True
         if k not in self._laplacians:
@@ -159,6 +166,16 @@ class Field:
             else:
                 self._laplacians[k] = self._estimated_laplacian(k)
         return self._laplacians[k]
+
+    def _partial_laplacian(self, out: str | int | None, inputs: tuple[int, ...]) -> torch.Tensor:
+        """(N,) Σ d²u/dx_i² over the inputs i given, from diagonal second derivatives."""
+        if self.estimator is not None:
+            raise ConfigError(
+                "laplacian.method=stochastic estimates the Laplacian over every input, and on a "
+                "SpaceTime a residual's u.laplacian() is the one in space (time left out): use "
+                "laplacian.method=exact there"
+            )
+        return torch.stack([self.d2(i, out=out) for i in inputs], dim=1).sum(dim=1)
 
     def hessian(self, out: str | int | None = None) -> torch.Tensor:
         """(N, d, d) full Hessian of one output, for PDEs with mixed terms."""

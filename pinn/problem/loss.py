@@ -18,9 +18,6 @@ from pinn.problem.unknowns import Unknowns
 
 log = logging.getLogger(__name__)
 
-# Problem classes told already (in this process) that their Laplacian includes time.
-_TOLD_OF_LAPLACIAN_IN_TIME: set[str] = set()
-
 
 def loss_terms(
     problem: Problem,
@@ -65,9 +62,8 @@ def residuals(
     interior = field_at(batch.interior, "interior")
     if validating():
         residual = _checked_residual(problem, interior, len(batch.interior))
-        _warn_of_laplacian_in_time(problem, interior)
     else:  # the eager first step has checked it; a compiled step only computes
-        residual = problem.residual(interior.x, interior)
+        residual = problem.residual(interior.x, space_laplacian(problem, interior))
     if isinstance(residual, Mapping):
         terms = {f"pde_{key}": value for key, value in residual.items()}
     else:
@@ -98,25 +94,12 @@ def residuals(
     return terms
 
 
-def _warn_of_laplacian_in_time(problem: Problem, u: Field) -> None:
-    """Once per problem class: log that `u.laplacian()` on a SpaceTime sums the second
-    derivatives over every input, time included, and how to write the spatial one; a heat
-    equation written as u_t - k u.laplacian() would otherwise solve another PDE silently."""
-    domain, name = problem.domain, type(problem).__name__
-    if not (isinstance(domain, SpaceTime) and u.requests.laplacian):
-        return
-    if name in _TOLD_OF_LAPLACIAN_IN_TIME:
-        return
-    _TOLD_OF_LAPLACIAN_IN_TIME.add(name)
-    spatial = " + ".join(f"u.d2({coordinate!r})" for coordinate in domain.space.names)
-    log.warning(
-        "%s.residual: u.laplacian() sums the second derivatives over every input, %r "
-        "included (%s); for the Laplacian in space alone write %s",
-        name,
-        domain.time,
-        ", ".join(domain.names),
-        spatial,
-    )
+def space_laplacian(problem: Problem, u: Field) -> Field:
+    """`u`, its `laplacian()` made the one in space when the problem's domain is a SpaceTime
+    (the heat equation's u_t = k Δu); on any other domain, over every input."""
+    if isinstance(problem.domain, SpaceTime):
+        u.laplacian_inputs = tuple(range(problem.domain.space.dim))  # time is the last input
+    return u
 
 
 def _warn_of_unused_unknowns(unknowns: Unknowns, terms: Mapping[str, torch.Tensor]) -> None:
@@ -159,7 +142,7 @@ def _checked_residual(
     (N,) tensor or a dict of them; an IndexError (x[:, 2] on a 2-D domain) named as such."""
     name, dim = f"{type(problem).__name__}.residual", u.x.shape[1]
     try:
-        residual = naming_where(name, lambda: problem.residual(u.x, u))
+        residual = naming_where(name, lambda: problem.residual(u.x, space_laplacian(problem, u)))
     except IndexOutOfRangeError:
         raise
     except IndexError as error:

@@ -5,7 +5,7 @@ coordinates, condition residuals and exact solutions of the wrong shape."""
 import pytest
 import torch
 
-from pinn import Box, ConfigError, Dirichlet, Problem, SpaceTime
+from pinn import Box, ConfigError, Dirichlet, Problem
 from pinn.geometry import Batch
 from pinn.problem.loss import loss_terms
 from pinn.run.validation import Validator
@@ -120,33 +120,3 @@ def test_an_exact_solution_as_n_or_n_by_1_is_accepted(exact):
     problem = type("Right", (Line,), {"exact": exact})()
     points = torch.linspace(0, 1, 5, dtype=torch.float64)[:, None]
     assert torch.equal(Validator(problem, points=points).reference, points)
-
-
-def test_a_laplacian_on_a_space_time_domain_is_said_to_include_time_once(pinn_messages):
-    space_time = SpaceTime(Box([0.0, 0.0], [1.0, 1.0]), 0.0, 1.0)
-    generator = torch.Generator().manual_seed(0)
-    points = Batch(
-        space_time.sample_interior(8, generator, "uniform", torch.float64),
-        space_time.sample_boundary(8, generator, "uniform", torch.float64),
-    )
-
-    class HeatByLaplacian(Problem):  # means u_t = u_xx + u_yy, gets u_t = u_xx + u_yy + u_tt
-        domain = space_time
-
-        def residual(self, x, u):
-            return u.d("t") - u.laplacian()
-
-    class HeatBySecondDerivatives(HeatByLaplacian):
-        def residual(self, x, u):
-            return u.d("t") - u.d2("x") - u.d2("y")
-
-    for problem in (HeatByLaplacian(), HeatByLaplacian(), HeatBySecondDerivatives()):
-        loss_terms(problem, lambda x: x.square().sum(dim=1), points)
-    warned = [m for m in pinn_messages() if "u.laplacian()" in m]
-    assert warned == [
-        "HeatByLaplacian.residual: u.laplacian() sums the second derivatives over every input, "
-        "'t' included (x, y, t); for the Laplacian in space alone write u.d2('x') + u.d2('y')"
-    ]
-    flat = type("Flat", (Line,), {"residual": lambda self, x, u: u.laplacian() + 1.0})()
-    loss_terms(flat, model, batch())  # no time: nothing to tell
-    assert len([m for m in pinn_messages() if "u.laplacian()" in m]) == 1
