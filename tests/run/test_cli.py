@@ -210,7 +210,7 @@ def test_nan_stops_the_cli_with_a_clear_message(tmp_path):
     assert "last good checkpoint was written at step 10" in result.stderr
     assert "Traceback" not in result.stderr
     assert (run_dir / "checkpoint.pt").exists()
-    assert "pinn: error: loss became nan at step 12" in (run_dir / "__main__.log").read_text()
+    assert "pinn: error: the loss became nan at step 12" in (run_dir / "__main__.log").read_text()
 
 
 def test_an_error_goes_to_the_run_log_as_well_as_the_console(tmp_path, capsys):
