@@ -59,11 +59,11 @@ def residuals(
     def field_at(points: torch.Tensor, site: str) -> Field:
         return engine.field(points, problem.inputs, problem.outputs, site)
 
-    interior = field_at(batch.interior, "interior")
+    interior = space_laplacian(problem, field_at(batch.interior, "interior"))
     if validating():
         residual = _checked_residual(problem, interior, len(batch.interior))
     else:  # the eager first step has checked it; a compiled step only computes
-        residual = problem.residual(interior.x, space_laplacian(problem, interior))
+        residual = problem.residual(interior.x, interior)
     if isinstance(residual, Mapping):
         terms = {f"pde_{key}": value for key, value in residual.items()}
     else:
@@ -142,7 +142,7 @@ def _checked_residual(
     (N,) tensor or a dict of them; an IndexError (x[:, 2] on a 2-D domain) named as such."""
     name, dim = f"{type(problem).__name__}.residual", u.x.shape[1]
     try:
-        residual = naming_where(name, lambda: problem.residual(u.x, space_laplacian(problem, u)))
+        residual = naming_where(name, lambda: problem.residual(u.x, u))
     except IndexOutOfRangeError:
         raise
     except IndexError as error:
