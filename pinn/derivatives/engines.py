@@ -86,10 +86,11 @@ class TaylorField(Field):
         output_names=None,
         plan: Requests | None = None,
         estimator=None,
+        laplacian_inputs: Sequence[int] | None = None,
     ):
         self.plan = plan or Requests()
         self._autograd: Field | None = None  # made on the first request the plan missed
-        super().__init__(f, x, input_names, output_names, estimator)
+        super().__init__(f, x, input_names, output_names, estimator, laplacian_inputs)
 
     def _evaluate(self) -> torch.Tensor:
         highest = _highest_orders(self.plan.higher)
@@ -350,26 +351,39 @@ class Engine:
             log.info("residual engine: %s (%s)", self._name, why)
 
     def field(
-        self, x: torch.Tensor, inputs: Sequence[str], outputs: Sequence[str], site: str
+        self,
+        x: torch.Tensor,
+        inputs: Sequence[str],
+        outputs: Sequence[str],
+        site: str,
+        laplacian_inputs: Sequence[int] | None = None,
     ) -> Field:
-        """A field at the (N, d) points x; `site` names the residual it serves, for planning."""
+        """A field at the (N, d) points x; `site` names the residual it serves, for planning;
+        `laplacian_inputs` the inputs its `laplacian()` sums over (None: all)."""
         if self._probe is None:
             self._probe = x[:2].detach()
         if self._name is None:
             self._resolve(self._probe)
-        estimator = self.estimator
+        model, estimator = self.model, self.estimator
         if self.name == "autograd":
-            return Field(self.model, x, inputs, outputs, estimator)
+            return Field(model, x, inputs, outputs, estimator, laplacian_inputs)
         if self.name == "functorch":
-            return FunctorchField(self.model, x, inputs, outputs)
+            return FunctorchField(model, x, inputs, outputs, laplacian_inputs=laplacian_inputs)
         if site in self._recorders:
             self._plans[site] = self._recorders.pop(site).requests
-        if site in self._plans and self._plans[site].expression:
-            return Field(self.model, x, inputs, outputs, estimator)  # expressions: autograd
+        if site in self._plans and self._plans[site].expression:  # expressions: autograd
+            return Field(model, x, inputs, outputs, estimator, laplacian_inputs)
         if site in self._plans:
-            plan = self._plans[site]
-            return TaylorField(self.model, x, inputs, outputs, plan=plan, estimator=estimator)
-        recorder = Field(self.model, x, inputs, outputs, estimator)  # learns what is asked
+            return TaylorField(
+                model,
+                x,
+                inputs,
+                outputs,
+                plan=self._plans[site],
+                estimator=estimator,
+                laplacian_inputs=laplacian_inputs,
+            )
+        recorder = Field(model, x, inputs, outputs, estimator, laplacian_inputs)  # records
         self._recorders[site] = recorder
         return recorder
 

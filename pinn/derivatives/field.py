@@ -35,8 +35,11 @@ Model = Callable[[torch.Tensor], torch.Tensor]
 class LaplacianDraws(Protocol):
     """What a field needs of a stochastic Laplacian estimator (`LaplacianEstimator`)."""
 
-    def draw(self, x: torch.Tensor) -> tuple[torch.Tensor, float]:
-        """Random directions for the (N, d) points x and the factor that unbiases their sum."""
+    def draw(
+        self, x: torch.Tensor, inputs: Sequence[int] | None = None
+    ) -> tuple[torch.Tensor, float]:
+        """Random directions for the (N, d) points x over the `inputs` given (None: all) and
+        the factor that unbiases their sum."""
 
 
 @dataclass
@@ -69,13 +72,15 @@ class Field:
 
         estimator: when given, `laplacian()` is its unbiased estimate from random directions
             (`pinn.derivatives.stochastic.LaplacianEstimator`), drawn once per field.
+        laplacian_inputs: the input indices `laplacian()` sums over (sorted; None: all). A
+            residual on a SpaceTime gets its space coordinates
+            (`pinn.problem.loss.laplacian_inputs`): u_t = k Δu means Δ in space.
 
     Every method returns one output component as an (N,) or (N, d[, d]) tensor. With a single
     output `out` may be left out; with several, name it (or give its index).
     """
 
-    # The inputs `laplacian()` sums over; None: all of them. A residual on a SpaceTime gets its
-    # space coordinates (`pinn.problem.loss.space_laplacian`): u_t = k Δu means Δ in space.
+    # A class default too, for subclasses that fill their caches without calling __init__.
     laplacian_inputs: tuple[int, ...] | None = None
 
     def __init__(
@@ -85,10 +90,13 @@ class Field:
         input_names: Sequence[str] | None = None,
         output_names: Sequence[str] | None = None,
         estimator: LaplacianDraws | None = None,
+        laplacian_inputs: Sequence[int] | None = None,
     ):
         if x.ndim != 2:
             raise ValueError(f"points must have shape (N, d), got {tuple(x.shape)}")
         self.f = f
+        # Before the first pass: a Taylor field draws the estimator's directions in it.
+        self.laplacian_inputs = None if laplacian_inputs is None else tuple(laplacian_inputs)
         # Differentiable copies of the points, for autograd; not in a compiled step, which
         # holds only planned Taylor fields (their values need no graph back to the points).
         self.x = x.detach().requires_grad_(True) if validating() else x.detach()
@@ -156,7 +164,7 @@ class Field:
         """(N,) Laplacian of one output, from the diagonal alone; with an estimator, its
         unbiased estimate from the estimator's random directions. Over `laplacian_inputs`
         when they are set (a SpaceTime's space), else over every input."""
-        if self.laplacian_inputs is not None:
+        if self.laplacian_inputs is not None and self.estimator is None:
             return self._partial_laplacian(out, self.laplacian_inputs)
         k = self._output(out)
         self.requests.laplacian = True
@@ -169,12 +177,6 @@ class Field:
 
     def _partial_laplacian(self, out: str | int | None, inputs: tuple[int, ...]) -> torch.Tensor:
         """(N,) Σ d²u/dx_i² over the inputs i given, from diagonal second derivatives."""
-        if self.estimator is not None:
-            raise ConfigError(
-                "laplacian.method=stochastic estimates the Laplacian over every input, and on a "
-                "SpaceTime a residual's u.laplacian() is the one in space (time left out): use "
-                "laplacian.method=exact there"
-            )
         return torch.stack([self.d2(i, out=out) for i in inputs], dim=1).sum(dim=1)
 
     def hessian(self, out: str | int | None = None) -> torch.Tensor:
@@ -267,7 +269,7 @@ class Field:
     def _directions(self) -> tuple[torch.Tensor, float]:
         """The estimator's directions for these points, drawn on first use, then kept."""
         if self._drawn is None:
-            self._drawn = self.estimator.draw(self.x)
+            self._drawn = self.estimator.draw(self.x, self.laplacian_inputs)
         return self._drawn
 
     def _diagonal(self, k: int) -> torch.Tensor:

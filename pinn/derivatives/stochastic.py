@@ -16,7 +16,7 @@ torch.autograd, one backward pass per output and direction.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -31,9 +31,15 @@ METHODS = ("rademacher", "gaussian", "sparse")
 
 
 def stochastic_laplacian(
-    f: Model, x: Tensor, samples: int, generator: torch.Generator, method: str = "rademacher"
+    f: Model,
+    x: Tensor,
+    samples: int,
+    generator: torch.Generator,
+    method: str = "rademacher",
+    inputs: Sequence[int] | None = None,
 ) -> Tensor:
-    """(N, m) unbiased estimate of the Laplacian of f's outputs at the (N, d) points x.
+    """(N, m) unbiased estimate of the Laplacian of f's outputs at the (N, d) points x, over
+    every input or over the `inputs` given (a space-time's space: Σ_{j in inputs} ∂²f/∂x_j²).
 
     Args:
         f: a pointwise callable (N, d) -> (N, m); one the Taylor pass carries
@@ -43,10 +49,12 @@ def stochastic_laplacian(
             (faster for "sparse", which is exact at s = d).
         generator: draws the directions, so a seed reproduces the estimate.
         method: one of METHODS (see the module docstring).
+        inputs: the input indices the Laplacian sums over (None: all d); the directions then
+            have zeros elsewhere, and "sparse" draws its coordinates among these.
 
     The estimate stays differentiable in f's parameters, so it can go straight into a loss.
     """
-    directions, scale = random_directions(method, x, samples, generator)
+    directions, scale = random_directions(method, x, samples, generator, inputs)
     return scale * second_directional_sum(f, x, directions)
 
 
@@ -74,18 +82,20 @@ class LaplacianEstimator:
     def __repr__(self) -> str:
         return f"LaplacianEstimator(samples={self.samples}, method={self.method!r})"
 
-    def check_dimension(self, dim: int) -> None:
-        """Refuse a sparse estimator with more samples than the d = `dim` coordinates."""
+    def check_dimension(self, dim: int, what: str = "inputs") -> None:
+        """Refuse a sparse estimator with more samples than the `dim` coordinates the Laplacian
+        sums over (`what` names them in the message: "inputs", "space coordinates")."""
         if self.method == "sparse" and self.samples > dim:
             raise ConfigError(
-                f"laplacian.samples={self.samples} is more than the problem's {dim} inputs; the "
+                f"laplacian.samples={self.samples} is more than the problem's {dim} {what}; the "
                 f"sparse estimator draws distinct coordinates, so use at most {dim} (at {dim} it "
                 "is the exact Laplacian: laplacian.method=exact is the same, and cheaper)"
             )
 
-    def draw(self, x: Tensor) -> tuple[Tensor, float]:
-        """Directions for the (N, d) points x and their scale (see `random_directions`)."""
-        return random_directions(self.method, x, self.samples, self.generator)
+    def draw(self, x: Tensor, inputs: Sequence[int] | None = None) -> tuple[Tensor, float]:
+        """Directions for the (N, d) points x over the `inputs` given (None: all) and their
+        scale (see `random_directions`)."""
+        return random_directions(self.method, x, self.samples, self.generator, inputs)
 
     def state_dict(self) -> dict:
         return {
@@ -104,30 +114,45 @@ class LaplacianEstimator:
 
 
 def random_directions(
-    method: str, x: Tensor, samples: int, generator: torch.Generator
+    method: str,
+    x: Tensor,
+    samples: int,
+    generator: torch.Generator,
+    inputs: Sequence[int] | None = None,
 ) -> tuple[Tensor, float]:
     """Per-point random directions for the (N, d) points x, and the factor that unbiases them.
 
+    `inputs` (sorted distinct indices; None: all d) are the coordinates the Laplacian sums
+    over: the directions span only those, so that the estimate's mean is Σ_{j in inputs} H_jj.
+
     Returns:
-        directions: (N, s, d) floats for "rademacher" and "gaussian", (N, s) sorted distinct
-            input indices (standing for unit vectors) for "sparse".
-        scale: 1/s, or d/s for "sparse", so that scale * Σ_i v_i^T H v_i has mean tr H.
+        directions: (N, s, d) floats for "rademacher" and "gaussian" (zero outside `inputs`),
+            (N, s) sorted distinct input indices (standing for unit vectors) for "sparse".
+        scale: 1/s, or k/s for "sparse" over k coordinates, so that scale * Σ_i v_i^T H v_i
+            has that mean.
     """
-    _check_arguments(method, x, samples, generator)
+    _check_arguments(method, x, samples, generator, inputs)
     n_points, dim = x.shape
+    spanned = range(dim) if inputs is None else inputs
     device = generator.device
     if method == "sparse":
-        # The s largest of d uniform scores are a uniform random s-subset of the coordinates;
-        # sorted, so that s = d gives exactly the deterministic Laplacian's order of summation.
-        scores = torch.rand(n_points, dim, generator=generator, device=device)
+        # The s largest of k uniform scores are a uniform random s-subset of the coordinates;
+        # sorted, so that s = k gives exactly the deterministic Laplacian's order of summation.
+        scores = torch.rand(n_points, len(spanned), generator=generator, device=device)
         chosen = scores.topk(samples, dim=1).indices.sort(dim=1).values
-        return chosen.to(x.device), dim / samples
-    shape = (n_points, samples, dim)
+        if inputs is not None:  # positions among the inputs -> input indices (order kept)
+            chosen = torch.tensor(inputs, device=device)[chosen]
+        return chosen.to(x.device), len(spanned) / samples
+    shape = (n_points, samples, len(spanned))
     if method == "gaussian":
         directions = torch.randn(shape, generator=generator, dtype=x.dtype, device=device)
     else:
         signs = torch.randint(0, 2, shape, generator=generator, device=device)
         directions = (2 * signs - 1).to(x.dtype)
+    if inputs is not None:
+        spread = directions.new_zeros(n_points, samples, dim)
+        spread[:, :, list(inputs)] = directions
+        directions = spread
     return directions.to(x.device), 1 / samples
 
 
@@ -153,17 +178,34 @@ def _autograd_sum(f: Model, x: Tensor, directions: Tensor) -> Tensor:
     return torch.stack(sums, dim=1)
 
 
-def _check_arguments(method: str, x: Tensor, samples: int, generator: torch.Generator) -> None:
+def _check_arguments(
+    method: str,
+    x: Tensor,
+    samples: int,
+    generator: torch.Generator,
+    inputs: Sequence[int] | None,
+) -> None:
     if method not in METHODS:
         raise ValueError(f"method={method!r} is unknown; choose one of {', '.join(METHODS)}")
     if x.ndim != 2 or not x.is_floating_point():
         raise ValueError(f"points must be floats of shape (N, d), got {x.dtype} {tuple(x.shape)}")
     if not isinstance(samples, int) or isinstance(samples, bool) or samples < 1:
         raise ValueError(f"samples must be a whole number >= 1, got {samples!r}")
-    if method == "sparse" and samples > x.shape[1]:
+    if inputs is not None and (
+        len(inputs) == 0
+        or list(inputs) != sorted(set(inputs))
+        or not all(isinstance(i, int) and 0 <= i < x.shape[1] for i in inputs)
+    ):
+        raise ValueError(
+            f"inputs must be sorted distinct input indices in 0..{x.shape[1] - 1}, got "
+            f"{list(inputs)}"
+        )
+    spanned = x.shape[1] if inputs is None else len(inputs)
+    if method == "sparse" and samples > spanned:
         raise ValueError(
             f"the sparse estimator draws distinct coordinates, so samples must be at most "
-            f"d = {x.shape[1]}, got {samples}; use samples={x.shape[1]} for the exact Laplacian"
+            f"{spanned}, the coordinates the Laplacian sums over, got {samples}; use "
+            f"samples={spanned} for the exact Laplacian"
         )
     if not isinstance(generator, torch.Generator):
         raise TypeError(

@@ -373,4 +373,6 @@ def _is_names(on: object) -> bool:
 
 def autograd_fields(u: Field) -> FieldAt:
     """Plain autograd fields of u's network, for a condition used outside `loss_terms`."""
-    return lambda points, site: Field(u.f, points, u.input_names, u.output_names)
+    return lambda points, site: Field(
+        u.f, points, u.input_names, u.output_names, laplacian_inputs=u.laplacian_inputs
+    )

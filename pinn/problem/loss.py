@@ -11,7 +11,6 @@ from pinn.derivatives.engines import Engine
 from pinn.derivatives.field import Field, Model
 from pinn.errors import ConfigError, IndexOutOfRangeError, naming_where, validating
 from pinn.geometry import Batch
-from pinn.geometry.spacetime import SpaceTime
 from pinn.problem.causal import CausalWeighting
 from pinn.problem.problem import Problem
 from pinn.problem.unknowns import Unknowns
@@ -57,9 +56,10 @@ def residuals(
     engine = engine or Engine("autograd", model, announce=False)
 
     def field_at(points: torch.Tensor, site: str) -> Field:
-        return engine.field(points, problem.inputs, problem.outputs, site)
+        inputs, outputs = problem.inputs, problem.outputs
+        return engine.field(points, inputs, outputs, site, problem.laplacian_inputs)
 
-    interior = space_laplacian(problem, field_at(batch.interior, "interior"))
+    interior = field_at(batch.interior, "interior")
     if validating():
         residual = _checked_residual(problem, interior, len(batch.interior))
     else:  # the eager first step has checked it; a compiled step only computes
@@ -92,14 +92,6 @@ def residuals(
     if validating() and problem.attached_unknowns is not None:
         _warn_of_unused_unknowns(problem.attached_unknowns, terms)
     return terms
-
-
-def space_laplacian(problem: Problem, u: Field) -> Field:
-    """`u`, its `laplacian()` made the one in space when the problem's domain is a SpaceTime
-    (the heat equation's u_t = k Δu); on any other domain, over every input."""
-    if isinstance(problem.domain, SpaceTime):
-        u.laplacian_inputs = tuple(range(problem.domain.space.dim))  # time is the last input
-    return u
 
 
 def _warn_of_unused_unknowns(unknowns: Unknowns, terms: Mapping[str, torch.Tensor]) -> None:

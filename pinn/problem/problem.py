@@ -29,7 +29,7 @@ import torch
 
 from pinn.derivatives.field import Field
 from pinn.errors import ConfigError
-from pinn.geometry import Domain
+from pinn.geometry import Domain, SpaceTime
 from pinn.problem.conditions import Condition
 from pinn.problem.importing import check_params, import_module_of
 from pinn.problem.quantities import QuantityTools
@@ -66,6 +66,15 @@ class Problem:
     @property
     def inputs(self) -> tuple[str, ...]:
         return self.domain.names
+
+    @property
+    def laplacian_inputs(self) -> tuple[int, ...] | None:
+        """The inputs `u.laplacian()` sums over in this problem: on a SpaceTime its space
+        coordinates (time, the last input, left out: u_t = k Δu is the heat equation); on any
+        other domain None, every input."""
+        if isinstance(self.domain, SpaceTime):
+            return tuple(range(self.domain.space.dim))
+        return None
 
     def residual(self, x: torch.Tensor, u: Field) -> torch.Tensor | dict[str, torch.Tensor]:
         """(N,) PDE residual at the (N, d) interior points x, zero where the PDE holds.

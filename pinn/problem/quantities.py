@@ -65,7 +65,14 @@ class QuantityTools:
             raise ConfigError(
                 f"{self._owner}: quantity points must be (M, {dim}), got {tuple(points.shape)}"
             )
-        return Field(self.model, points, self.problem.inputs, self.problem.outputs)
+        problem = self.problem
+        return Field(
+            self.model,
+            points,
+            problem.inputs,
+            problem.outputs,
+            laplacian_inputs=problem.laplacian_inputs,
+        )
 
     def values(self, points, out: str | int | None = None) -> torch.Tensor:
         """(M,) one output at (M, d) points (a list of coordinates is taken too). Points

@@ -150,7 +150,11 @@ def fit(
     history_file = [HistoryFile(history_path)] if history_path is not None else []
     listeners = CallbackList([*history_file, CallbackList(callbacks or ())])  # checked first
     if estimator is not None:
-        estimator.check_dimension(len(problem.inputs))
+        spanned = problem.laplacian_inputs
+        if spanned is None:
+            estimator.check_dimension(len(problem.inputs))
+        else:
+            estimator.check_dimension(len(spanned), "space coordinates")
         _refuse_deterministic(settings)
     world = world or World.current()
     if not world.is_main:

@@ -36,8 +36,8 @@ class Recording:
         self.engine = engine
         self.fields: list[tuple[str, torch.Tensor, Field]] = []
 
-    def field(self, x, inputs, outputs, site) -> Field:
-        made = self.engine.field(x, inputs, outputs, site)
+    def field(self, x, inputs, outputs, site, laplacian_inputs=None) -> Field:
+        made = self.engine.field(x, inputs, outputs, site, laplacian_inputs)
         self.fields.append((site, x.detach(), made))
         return made
 
@@ -157,7 +157,7 @@ class _Replay:
     def __init__(self, sites: list, quantities: Sequence[torch.Tensor]):
         self.sites, self.quantities, self.next = sites, quantities, 0
 
-    def field(self, x, inputs, outputs, site) -> Field:
+    def field(self, x, inputs, outputs, site, laplacian_inputs=None) -> Field:
         recorded_site, points, input_names, output_names, keys = self.sites[self.next]
         if site != recorded_site or x.shape != points.shape:
             raise ConfigError(
@@ -166,7 +166,9 @@ class _Replay:
             )
         quantities = self.quantities[self.next]
         self.next += 1
-        return _FilledField(points, input_names, output_names, keys, quantities)
+        filled = _FilledField(points, input_names, output_names, keys, quantities)
+        filled.laplacian_inputs = laplacian_inputs
+        return filled
 
 
 class _Assembly(nn.Module):

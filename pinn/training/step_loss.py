@@ -15,7 +15,7 @@ import logging
 import torch
 
 from pinn.geometry import Batch, residual_magnitude
-from pinn.problem.loss import loss_terms, space_laplacian
+from pinn.problem.loss import loss_terms
 from pinn.problem.problem import Problem
 from pinn.training.compiling import CompiledLoss, compile_decision
 from pinn.training.state import RunState
@@ -62,8 +62,10 @@ class StepLoss:
     def residual_magnitude(self, x: torch.Tensor) -> torch.Tensor:
         """(M,) |PDE residual| at the (M, d) points, for refinement (systems: root sum square)."""
         state = self.state
-        field = state.engine.field(x, self.problem.inputs, self.problem.outputs, "interior")
-        field = space_laplacian(self.problem, field)
+        problem = self.problem
+        field = state.engine.field(
+            x, problem.inputs, problem.outputs, "interior", problem.laplacian_inputs
+        )
         return residual_magnitude(self.problem.residual(field.x, field))
 
     def _eager(self, batch: Batch) -> tuple[dict[str, torch.Tensor], torch.Tensor]:

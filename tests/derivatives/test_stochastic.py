@@ -56,21 +56,61 @@ def exact_laplacian(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
     return hess.diagonal(dim1=-2, dim2=-1).sum(-1)
 
 
-def replicated_estimates(model, x, samples, method, generator) -> torch.Tensor:
+def exact_partial_laplacian(model: nn.Module, x: torch.Tensor, inputs) -> torch.Tensor:
+    """(N, m) Σ_{j in inputs} ∂²f/∂x_j², from torch.func's full Hessian."""
+    hess = vmap(hessian(lambda point: model(point[None])[0]))(x)
+    return hess.diagonal(dim1=-2, dim2=-1)[..., list(inputs)].sum(-1)
+
+
+def replicated_estimates(model, x, samples, method, generator, inputs=None) -> torch.Tensor:
     """(REPLICATES, N, m) independent estimates: each copy of a point draws its own directions."""
     copies = x.repeat(REPLICATES, 1)
-    estimates = stochastic_laplacian(model, copies, samples, generator, method)
+    estimates = stochastic_laplacian(model, copies, samples, generator, method, inputs)
     return estimates.detach().reshape(REPLICATES, *x.shape[:1], -1)
 
 
+SOME_INPUTS = (0, 2, 3, 7, 8, 9)  # a Laplacian over some inputs only (a space-time's space)
+
+
+@pytest.mark.parametrize("inputs", [None, SOME_INPUTS])
 @pytest.mark.parametrize("samples", [1, 3])
 @pytest.mark.parametrize("method", METHODS)
-def test_estimates_are_unbiased(method, samples, model, x, generator):
-    estimates = replicated_estimates(model, x, samples, method, generator)
+def test_estimates_are_unbiased(method, samples, inputs, model, x, generator):
+    estimates = replicated_estimates(model, x, samples, method, generator, inputs)
     standard_error = estimates.std(dim=0) / math.sqrt(REPLICATES)
     assert (standard_error > 0).all()
-    error = estimates.mean(dim=0) - exact_laplacian(model, x)
+    exact = exact_partial_laplacian(model, x, SOME_INPUTS if inputs else range(DIM))
+    error = estimates.mean(dim=0) - exact
     assert (error.abs() < 4 * standard_error).all(), error / standard_error
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_directions_over_some_inputs_leave_the_others_out(method, x, generator):
+    # sin(x_1) + x_4² e^{x_5} + x_6⁴ curves only in inputs the Laplacian leaves out: every
+    # estimate over SOME_INPUTS is exactly 0; over every input it is not.
+    def off_the_inputs(points: torch.Tensor) -> torch.Tensor:
+        return torch.sin(points[:, 1]) + points[:, 4] ** 2 * points[:, 5].exp() + points[:, 6] ** 4
+
+    estimate = stochastic_laplacian(off_the_inputs, x, 3, generator, method, SOME_INPUTS)
+    assert torch.equal(estimate, torch.zeros_like(estimate))
+    everywhere = stochastic_laplacian(off_the_inputs, x.repeat(20, 1), 3, generator, method)
+    assert everywhere.abs().max() > 0.1
+    directions, scale = random_directions(method, x, 3, generator, SOME_INPUTS)
+    if method == "sparse":
+        assert set(directions.unique().tolist()) <= set(SOME_INPUTS)
+        assert scale == len(SOME_INPUTS) / 3
+    else:
+        assert not directions[:, :, [1, 4, 5, 6]].any() and scale == 1 / 3
+
+
+def test_sparse_over_all_given_inputs_is_their_exact_laplacian(model, x, generator):
+    estimate = stochastic_laplacian(model, x, len(SOME_INPUTS), generator, "sparse", SOME_INPUTS)
+    exact = exact_partial_laplacian(model, x, SOME_INPUTS)
+    torch.testing.assert_close(estimate, exact, rtol=1e-10, atol=1e-10)
+    by_autograd = stochastic_laplacian(
+        Wrapped(model), x, len(SOME_INPUTS), generator, "sparse", SOME_INPUTS
+    )
+    torch.testing.assert_close(by_autograd, exact, rtol=1e-10, atol=1e-10)
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -151,9 +191,12 @@ def test_directions_are_reproducible_and_have_identity_second_moment(method, x):
         (2, "uniform", True, ValueError, "choose one of"),
         (DIM + 1, "sparse", True, ValueError, "at most"),
         (2, "gaussian", False, TypeError, "torch.Generator"),
+        (3, "sparse", True, ValueError, "at most 2, the coordinates the Laplacian sums over"),
+        (2, "rademacher", True, ValueError, "sorted distinct input indices in 0..9"),
     ],
 )
 def test_bad_arguments_say_what_to_do(samples, method, generator_arg, error, message, model, x):
     generator = torch.Generator().manual_seed(0) if generator_arg else 0
+    inputs = (3, 5) if "at most 2" in message else (5, 3) if "sorted" in message else None
     with pytest.raises(error, match=message):
-        stochastic_laplacian(model, x, samples, generator, method)
+        stochastic_laplacian(model, x, samples, generator, method, inputs)
