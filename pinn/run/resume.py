@@ -5,7 +5,8 @@
 A resumed run keeps its config: every key that could change a number of the result must be
 the saved one, or the run is refused with a `ConfigError` that names each difference. Only the
 keys in `FREE_KEYS` may differ (they change how a run is shown or checkpointed, not what it
-computes).
+computes), and the L-BFGS and Gauss-Newton budgets (`BUDGET_KEYS`) where the run then ends as a
+fresh run with them would (`pinn.training.budgets`).
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from omegaconf.errors import OmegaConfBaseException
 
 from pinn.errors import CheckpointError, ConfigError
 from pinn.run.configs import CONF_DIR
+from pinn.training.budgets import check_budget_changes
 from pinn.training.checkpoint import CHECKPOINT_NAME, load_checkpoint
-from pinn.training.settings import FREE_SETTINGS
+from pinn.training.phases import PHASES
+from pinn.training.settings import FREE_SETTINGS, TrainSettings
 
 FREE_KEYS = (
     "resume",
@@ -33,6 +36,17 @@ FREE_KEYS = (
     "outputs.plot_formats",
     *(f"trainer.{key}" for key in FREE_SETTINGS),
 )
+
+
+# Budgets a resumed run may change, where it ends as a fresh run with them would
+# (`pinn.training.budgets`, checked against the checkpoint by `load_resume`); not with time
+# windows, whose finished windows ran the saved budgets.
+BUDGET_KEYS = tuple(f"trainer.{name}.steps" for name, phase in PHASES.items() if phase.budget_free)
+
+
+def _marching(config: Mapping[str, Any]) -> bool:
+    """Whether the config trains window by window in time (`windows.count` > 1)."""
+    return (config.get("windows") or {}).get("count", 0) > 1
 
 
 def checkpoint_file(resume: str | Path) -> Path:
@@ -67,7 +81,11 @@ def load_resume(cfg: DictConfig) -> dict[str, Any] | None:
             f"resume={cfg.resume}: {path} holds no run to continue (written by an older pinn, "
             "or by fit() without a config); start a new run instead"
         )
-    check_same_run(state["config"], OmegaConf.to_container(cfg, resolve=True), path)
+    current = OmegaConf.to_container(cfg, resolve=True)
+    check_same_run(state["config"], current, path)
+    if not _marching(current):  # a changed budget: checked against where the run is
+        settings = TrainSettings(**current["trainer"])
+        check_budget_changes(state["training"], state["step"], settings)
     return state
 
 
@@ -80,10 +98,11 @@ def check_same_run(saved: Mapping[str, Any], current: Mapping[str, Any], path: P
     old, new = _flatten(saved), _flatten(current)
     defaults = _flatten(_base_defaults())
     old |= {key: defaults[key] for key in new.keys() - old.keys() if key in defaults}
+    free = FREE_KEYS if _marching(current) else FREE_KEYS + BUDGET_KEYS
     differ = [
         key
         for key in sorted(old.keys() | new.keys())
-        if key not in FREE_KEYS and old.get(key, "<unset>") != new.get(key, "<unset>")
+        if key not in free and old.get(key, "<unset>") != new.get(key, "<unset>")
     ]
     if differ:
         listed = ", ".join(

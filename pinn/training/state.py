@@ -24,6 +24,7 @@ from pinn.errors import CheckpointError, ConfigError
 from pinn.geometry import Batch, PointSampler
 from pinn.problem.causal import CausalWeighting
 from pinn.problem.unknowns import Unknowns
+from pinn.training.budgets import check_budget_changes, without_budgets
 from pinn.training.distributed import World
 from pinn.training.phases import Phase
 from pinn.training.settings import TrainSettings, shaping
@@ -167,7 +168,8 @@ class RunState:
                 f"has {list(self.settings.phases)}: a resumed run keeps its phases; give "
                 f"trainer.phases=[{','.join(training['phases'])}] or start a new run"
             )
-        if training["settings"] != shaping(self.settings):
+        check_budget_changes(training, saved["step"], self.settings)
+        if without_budgets(training["settings"]) != without_budgets(shaping(self.settings)):
             raise ConfigError(
                 f"the checkpoint was trained with other settings, {training['settings']}, than "
                 f"these, {shaping(self.settings)}: a resumed run keeps its settings"

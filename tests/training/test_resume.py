@@ -229,7 +229,8 @@ def test_fit_refuses_a_checkpoint_of_another_run(every_checkpoint):
     state = torch.load(io.BytesIO(written[2]), weights_only=True)
     with pytest.raises(ConfigError, match="other settings"):
         tiny_fit(
-            TrainSettings(adam={"steps": 31}, lbfgs={"steps": 25}, log_every=5), resume_from=state
+            TrainSettings(adam={"steps": 30, "lr": 2e-3}, lbfgs={"steps": 25}, log_every=5),
+            resume_from=state,
         )
     settings = TrainSettings(**{**vars(SETTINGS), "progress": True, "checkpoint_every": 0})
     tiny_fit(settings, resume_from=state)  # display and checkpointing may change

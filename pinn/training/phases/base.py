@@ -31,6 +31,8 @@ class Phase:
         deterministic: it needs a deterministic loss (refused with a stochastic Laplacian).
         saves_step_start: its checkpoints are written after a step's loss and before its
             update, so they hold the engine and loss weights as the step started (Adam).
+        budget_free: its iterations do not depend on its budget `steps`, only where they
+            end, so a resumed run may change it (`pinn.training.budgets`).
     """
 
     name: ClassVar[str]
@@ -38,6 +40,7 @@ class Phase:
     settings_type: ClassVar[type]
     deterministic: ClassVar[bool] = False
     saves_step_start: ClassVar[bool] = False
+    budget_free: ClassVar[bool] = False
 
     def __init__(self, settings: Any):
         self.settings = settings
@@ -83,9 +86,8 @@ class Phase:
         is the latest iteration's loss. Between chunks: a checkpoint when due, or on a signal
         the checkpoint and the end of the run; an early stop is said with its reason."""
         total, remaining = self.settings.steps, self.steps_left(state)
-        chunk = min(state.settings.log_every, total)
-        while remaining > 0:
-            done, why = iterate(min(chunk, remaining))
+        while remaining > 0:  # chunks from the phase's start whatever the budget: it may change
+            done, why = iterate(min(state.settings.log_every, remaining))
             remaining -= done
             if why is not None:
                 parts.recorder.say(

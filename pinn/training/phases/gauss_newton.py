@@ -97,6 +97,7 @@ class GaussNewtonPhase(Phase):
     title = "Gauss-Newton"
     settings_type = GaussNewtonSettings
     deterministic = True
+    budget_free = True
 
     def __init__(self, settings: GaussNewtonSettings):
         super().__init__(settings)

@@ -62,6 +62,7 @@ class LBFGSPhase(Phase):
     title = "L-BFGS"
     settings_type = LBFGSSettings
     deterministic = True
+    budget_free = True
 
     def __init__(self, settings: LBFGSSettings):
         super().__init__(settings)
