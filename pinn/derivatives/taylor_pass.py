@@ -306,6 +306,8 @@ def _graph(model: Callable, probe: Tensor, decompositions: dict) -> fx.GraphModu
             # torch >= 2.14 records it as aten.alias, and the pass would differentiate through it.
             decomposition_table=decompositions,
         )(*_state(model), probe)
+        if _writes_in_place(graph.graph):  # a decomposition's own writes (rms_norm's add_)
+            graph = _retraced(graph, probe, model)
     except Exception as error:  # tracing fails on value-dependent Python (if, .item(), ...)
         raise TaylorModeUnsupported(
             f"{_name(model)} could not be traced into torch operations ({type(error).__name__}: "
@@ -316,6 +318,27 @@ def _graph(model: Callable, probe: Tensor, decompositions: dict) -> fx.GraphModu
     graph.graph.eliminate_dead_code()
     graph.recompile()
     return graph
+
+
+def _writes_in_place(graph: fx.Graph) -> bool:
+    """Whether an operation of the graph mutates a tensor (its schema says so)."""
+    return any(
+        node.op == "call_function"
+        and isinstance(node.target, torch._ops.OpOverload)
+        and node.target._schema.is_mutable
+        for node in graph.nodes
+    )
+
+
+def _retraced(graph: fx.GraphModule, probe: Tensor, model: Callable) -> fx.GraphModule:
+    """The aten graph traced again, functionalized: the writes that torch's decompositions
+    make in place, below the first tracing's functionalization, become out-of-place too."""
+    return make_fx(
+        torch.func.functionalize(graph, remove="mutations"),
+        tracing_mode="fake",
+        _allow_non_fake_inputs=True,
+        decomposition_table={},
+    )(*_state(model), probe)
 
 
 def _functional(model: Callable) -> Callable:

@@ -36,6 +36,8 @@ LAYERS = {
     "softsign": nn.Softsign,
     "tanhshrink": nn.Tanhshrink,
     "bilinear": lambda: Bilinear(8),
+    # torch's decomposition of rms_norm writes in place (add_): traced again, functionalized
+    **({"rms_norm": lambda: nn.RMSNorm(8, dtype=DTYPE)} if hasattr(nn, "RMSNorm") else {}),
 }
 
 FUNCTIONS = {
@@ -127,6 +129,36 @@ def check(model, x: torch.Tensor) -> None:
 @pytest.mark.parametrize("name", LAYERS)
 def test_layers_are_carried_and_match_torch_func(name):
     check(network(LAYERS[name]()), points())
+
+
+class Recurrent(nn.Module):
+    """A GRU reading the coordinates as a sequence: (N, 3) -> (N, 2). Its decomposition writes
+    in place, and vmap cannot run it, so the reference goes point by point."""
+
+    def __init__(self):
+        super().__init__()
+        self.cell = nn.GRU(1, 4, batch_first=True, dtype=DTYPE)
+        self.out = nn.Linear(4, 2, dtype=DTYPE)
+        generator = torch.Generator().manual_seed(5)
+        with torch.no_grad():
+            for parameter in self.parameters():
+                parameter.copy_(torch.randn(parameter.shape, generator=generator, dtype=DTYPE))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        states, _ = self.cell(x[:, :, None])
+        return self.out(states[:, -1])
+
+
+def test_a_recurrent_network_is_carried_and_matches_torch_func_point_by_point():
+    model, x = Recurrent(), points()
+
+    def at(point: torch.Tensor) -> torch.Tensor:
+        return model(point[None])[0]
+
+    gradient = torch.stack([jacrev(at)(point) for point in x])
+    full = torch.stack([hessian(at)(point) for point in x])
+    assert taylor_supported(model, x) == (True, "")
+    assert_jet_matches(model, x, model(x), gradient, full)
 
 
 @pytest.mark.parametrize("name", FUNCTIONS)
