@@ -11,6 +11,7 @@ import torch
 from jet_checks import assert_jet_matches, torch_func_reference
 from torch import nn
 from torch.func import functional_call, grad, hessian, jacrev, vmap
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import pinn
 from pinn.derivatives.taylor import taylor_forward, taylor_supported
@@ -107,13 +108,18 @@ def _convolution() -> nn.Module:
 CONVOLUTION = _convolution()
 
 
-def network(layer: nn.Module, seed: int = 0) -> nn.Module:
+def randomised(model: nn.Module, seed: int = 0) -> nn.Module:
+    """`model` in float64, every parameter drawn from N(0, 1) by a generator of `seed`."""
+    model = model.to(DTYPE)
     generator = torch.Generator().manual_seed(seed)
-    model = nn.Sequential(nn.Linear(3, 8), layer, nn.Linear(8, 2)).to(DTYPE)
     with torch.no_grad():
         for parameter in model.parameters():
             parameter.copy_(torch.randn(parameter.shape, generator=generator, dtype=DTYPE))
     return model
+
+
+def network(layer: nn.Module, seed: int = 0) -> nn.Module:
+    return randomised(nn.Sequential(nn.Linear(3, 8), layer, nn.Linear(8, 2)), seed)
 
 
 def points() -> torch.Tensor:
@@ -137,12 +143,8 @@ class Recurrent(nn.Module):
 
     def __init__(self):
         super().__init__()
-        self.cell = nn.GRU(1, 4, batch_first=True, dtype=DTYPE)
-        self.out = nn.Linear(4, 2, dtype=DTYPE)
-        generator = torch.Generator().manual_seed(5)
-        with torch.no_grad():
-            for parameter in self.parameters():
-                parameter.copy_(torch.randn(parameter.shape, generator=generator, dtype=DTYPE))
+        self.cell = nn.GRU(1, 4, batch_first=True)
+        self.out = nn.Linear(4, 2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         states, _ = self.cell(x[:, :, None])
@@ -150,7 +152,7 @@ class Recurrent(nn.Module):
 
 
 def test_a_recurrent_network_is_carried_and_matches_torch_func_point_by_point():
-    model, x = Recurrent(), points()
+    model, x = randomised(Recurrent(), seed=5), points()
 
     def at(point: torch.Tensor) -> torch.Tensor:
         return model(point[None])[0]
@@ -159,6 +161,30 @@ def test_a_recurrent_network_is_carried_and_matches_torch_func_point_by_point():
     full = torch.stack([hessian(at)(point) for point in x])
     assert taylor_supported(model, x) == (True, "")
     assert_jet_matches(model, x, model(x), gradient, full)
+
+
+class Attention(nn.Module):
+    """A transformer encoder layer over the coordinates as tokens: (N, 3) -> (N, 2). The Taylor
+    pass carries its attention through torch's decomposition (matmuls, softmax), where
+    autograd cannot differentiate the CPU's fused attention twice."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Linear(1, 8)
+        self.layer = nn.TransformerEncoderLayer(8, 2, 16, 0.0, batch_first=True)
+        self.out = nn.Linear(8, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out(self.layer(self.embed(x[:, :, None]))).mean(dim=1)
+
+
+def test_a_transformer_layer_is_carried_and_matches_torch_func():
+    model, x = randomised(Attention(), seed=6).eval(), points()
+    assert taylor_supported(model, x) == (True, "")
+    # the reference through the attention's plain formula, which torch.func differentiates
+    with sdpa_kernel(SDPBackend.MATH):
+        reference = torch_func_reference(model, x)
+    assert_jet_matches(model, x, *reference)
 
 
 @pytest.mark.parametrize("name", FUNCTIONS)
