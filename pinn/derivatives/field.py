@@ -74,7 +74,7 @@ class Field:
             (`pinn.derivatives.stochastic.LaplacianEstimator`), drawn once per field.
         laplacian_inputs: the input indices `laplacian()` sums over (sorted; None: all). A
             residual on a SpaceTime gets its space coordinates
-            (`pinn.problem.loss.laplacian_inputs`): u_t = k Δu means Δ in space.
+            (`Problem.laplacian_inputs`): u_t = k Δu means Δ in space.
 
     Every method returns one output component as an (N,) or (N, d[, d]) tensor. With a single
     output `out` may be left out; with several, name it (or give its index).
