@@ -9,6 +9,7 @@ Hydra run directory and log.
 import os
 import sys
 import tempfile
+from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -111,10 +112,33 @@ def summary(metrics: dict, run_dir: str) -> str:
             f"steps          {metrics['steps']}",
             f"wall_time_s    {metrics['wall_time_s']:.1f}",
             f"outputs in     {run_dir}",
-            "               (metrics.json, history.csv, prediction.npz, solution.png, loss.png,",
-            "                checkpoint.pt)",
+            *written_files(Path(run_dir)),
         ]
     )
+
+
+def written_files(run_dir: Path, width: int = 80) -> list[str]:
+    """The run directory's files (the log and hidden ones aside), in parentheses, as lines
+    of at most `width` characters indented under the summary's values."""
+    if not run_dir.is_dir():
+        return []
+    indent = " " * 15
+    names = sorted(
+        p.name + ("/" if p.is_dir() else "")
+        for p in run_dir.iterdir()
+        if not p.name.startswith((".", "__main__"))
+    )
+    if not names:
+        return []
+    lines, line = [], indent + "("
+    for index, name in enumerate(names):
+        item = name + (")" if index == len(names) - 1 else ",")
+        if len(line) + 1 + len(item) > width and line.strip() != "(":
+            lines.append(line)
+            line = indent + " " + item
+        else:
+            line += ("" if line.endswith("(") else " ") + item
+    return [*lines, line]
 
 
 def cli() -> None:

@@ -95,6 +95,9 @@ def test_overrides_run_and_console_summary(tmp_path):
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     assert f"rel_l2         {metrics['rel_l2']:.3e}" in result.stdout
     assert f"outputs in     {tmp_path}" in result.stdout
+    listed = result.stdout.split(f"outputs in     {tmp_path}")[1]  # the files written, each
+    written = [p.name for p in tmp_path.iterdir() if not p.name.startswith((".", "__main__"))]
+    assert "solution.png" in written and all(name in listed for name in written)
     resolved = (tmp_path / "config.yaml").read_text()
     for line in (
         "activation: gelu",
