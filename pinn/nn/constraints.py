@@ -80,3 +80,52 @@ def constrain(network: nn.Module, transform: Transform, probe: Tensor) -> nn.Mod
         model = HardConstraint(network, transform)
         model(probe)
     return model
+
+
+def periodic_mismatch(
+    model: HardConstraint,
+    n_outputs: int,
+    index: int,
+    period: float,
+    points: Tensor,
+    orders: int = 2,
+) -> tuple[int, float] | None:
+    """Where g or B of a hard constraint (of `n_outputs` outputs) is not periodic along
+    coordinate `index`: compares them and their derivatives along it up to `orders` at the
+    (M, d) `points` and at the points shifted by `period`, in float64. Returns (the lowest order
+    that differs, by how much at most), or None where they agree to 1e-8 of their size. A
+    network periodic in that coordinate gives a u = g + B N that is not periodic where they
+    differ (a kink at the ends for order 1)."""
+    points = points.to(torch.float64)
+    shifted = points.clone()
+    shifted[:, index] += period
+    left, right = (_along(model, p, index, n_outputs, orders) for p in (points, shifted))
+    for order in range(orders + 1):
+        difference = (left[order] - right[order]).abs().max().item()
+        size = max(left[order].abs().max().item(), right[order].abs().max().item(), 1.0)
+        if difference > 1e-8 * size:
+            return order, difference
+    return None
+
+
+def _along(model: HardConstraint, x: Tensor, index: int, n_outputs: int, orders: int):
+    """[(M, 2m) g and B side by side, then their derivatives along x_index, orders 1..orders]."""
+    x = x.detach().requires_grad_(True)
+    with torch.enable_grad():
+        g, scale = model.parts(x, n_outputs)
+        columns = torch.cat([g.expand(-1, n_outputs), scale.expand(-1, n_outputs)], dim=1)
+        derivatives = [columns]
+        for _ in range(orders):
+            lower = derivatives[-1]
+            derivatives.append(
+                torch.stack([_partial(lower[:, c], x, index) for c in range(lower.shape[1])], dim=1)
+            )
+    return [d.detach() for d in derivatives]
+
+
+def _partial(y: Tensor, x: Tensor, index: int) -> Tensor:
+    """(M,) d y / d x_index of a pointwise (M,) y, kept differentiable (zeros where y ignores x)."""
+    if not y.requires_grad:
+        return torch.zeros_like(y)
+    (gradient,) = torch.autograd.grad(y.sum(), x, create_graph=True, allow_unused=True)
+    return torch.zeros_like(y) if gradient is None else gradient[:, index]

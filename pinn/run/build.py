@@ -12,7 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from pinn.derivatives.stochastic import LaplacianEstimator
 from pinn.errors import ConfigError, is_finite_number, require_int
-from pinn.nn.constraints import constrain
+from pinn.nn.constraints import HardConstraint, constrain, periodic_mismatch
 from pinn.nn.mlp import MLP, input_box
 from pinn.nn.modified_mlp import ModifiedMLP
 from pinn.nn.pirate import PirateNet
@@ -69,7 +69,45 @@ def build_model(problem: Problem, model_cfg: DictConfig, seed: int) -> torch.nn.
             "network class of your own by its import path, e.g. model.name=my_nets.Siren"
         )
     corners = torch.tensor([domain.lower, domain.upper], dtype=torch.float64)
-    return constrain(network, problem.hard_constraint, corners)
+    model = constrain(network, problem.hard_constraint, corners)
+    if isinstance(model, HardConstraint) and name in NETWORKS:
+        _warn_of_aperiodic_constraint(model, model_cfg.periodic, problem)
+    return model
+
+
+def _warn_of_aperiodic_constraint(model: HardConstraint, periods: Any, problem: Problem) -> None:
+    """Log each coordinate the network is periodic in (`model.periodic`) along which the hard
+    constraint's g or B is not: u = g + B N is then not periodic, whatever the network."""
+    domain = problem.domain
+    box = torch.tensor([domain.lower, domain.upper], dtype=torch.float64)
+    generator = torch.Generator().manual_seed(0)
+    points = box[0] + (box[1] - box[0]) * torch.rand(64, domain.dim, generator=generator)
+    for index, period in periodic_coordinates(periods, domain.names).items():
+        at_start = points.clone()
+        at_start[:, index] = box[0, index]
+        try:
+            mismatch = periodic_mismatch(model, len(problem.outputs), index, period, at_start)
+        except (RuntimeError, TypeError):  # a transform that runs only in the model's dtype
+            return  # (it was tried there by `constrain`): nothing to tell from float64
+        if mismatch is not None:
+            name, (order, size) = domain.names[index], mismatch
+            what = "values" if order == 0 else f"derivatives of order {order} in {name}"
+            log.warning(
+                "model.periodic makes the network periodic in %s (period %g), but the hard "
+                "constraint u = g + B N is not: the %s of g or B differ by up to %.3g between "
+                "%s = %g and %s = %g, so u has a kink there whatever the network; make g and B "
+                "periodic in %s (e.g. an initial value that is), or hold that condition as a "
+                "loss term instead",
+                name,
+                period,
+                what,
+                size,
+                name,
+                box[0, index].item(),
+                name,
+                box[0, index].item() + period,
+                name,
+            )
 
 
 def _warn_of_unused_options(model_cfg: DictConfig) -> None:

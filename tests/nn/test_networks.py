@@ -157,6 +157,21 @@ def test_options_of_pinns_networks_given_to_ones_own_are_warned_of(own_networks,
     assert "model.params" in warned[0] and warned[1].startswith("model.width=20 have")
 
 
+def test_a_hard_constraint_that_breaks_the_periodicity_is_warned_of(pinn_messages):
+    """kdv: u = cos πx + t N with x periodic (period 2): periodic, nothing said. heat:
+    u = sin πx + t(1 - x²) N, whose B's slope differs at x = ±1 (a kink in u); and kdv with a
+    period that is not cos πx's: said, with the order and size of the difference."""
+    model_of([], problem="kdv")
+    assert not [m for m in pinn_messages() if "model.periodic" in m]
+    model_of(["model.periodic={x: 2.0}"], problem="heat")
+    model_of(["model.periodic={x: 1.5}"], problem="kdv")
+    warned = [m for m in pinn_messages() if "model.periodic" in m]
+    assert len(warned) == 2
+    # dB/dx = -2xt: 2t at x = -1, -2t at x = 1, 4t apart (t up to 1 at the 64 points)
+    assert "order 1 in x of g or B differ by up to 3.99 between x = -1 and x = 1" in warned[0]
+    assert "the values of g or B differ by up to 1 between x = -1 and x = 0.5" in warned[1]
+
+
 @pytest.mark.parametrize(
     "overrides, words",
     [
