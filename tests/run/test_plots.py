@@ -174,7 +174,21 @@ def test_reference_data_for_some_outputs_is_drawn_as_profiles():
     predicted, reference = figure.axes[1].get_lines()
     assert np.allclose(reference.get_xdata(), np.linspace(0, 1, 9))  # sorted along x
     assert np.allclose(reference.get_ydata(), 3 * (np.linspace(0, 1, 9) + 0.5))
-    assert np.allclose(predicted.get_ydata(), reference.get_ydata() + 0.01)
+    # the prediction along the whole line, between the table's points too
+    assert len(predicted.get_xdata()) == 400
+    assert np.allclose(predicted.get_xdata(), np.linspace(0, 1, 400))
+    assert np.allclose(predicted.get_ydata(), 3 * (np.linspace(0, 1, 400) + 0.5) + 0.01)
+
+
+def test_a_profile_off_one_line_is_drawn_at_its_points():
+    # u at points of a parabola: no line to draw densely along, the prediction at the points
+    x = torch.linspace(0, 1, 7, dtype=torch.float64)
+    curve = torch.stack([x, x**2], dim=1)
+    problem = Smooth(Box([0.0, 0.0], [1.0, 1.0]), ("u", "v"), False, reference={"u": (curve, x)})
+    figure = reference_figure(problem, model_for(problem), Validator(problem))
+    predicted, reference = figure.axes[0].get_lines()
+    assert np.allclose(predicted.get_xdata(), reference.get_xdata())
+    assert len(predicted.get_xdata()) == 7
 
 
 @pytest.mark.parametrize("with_exact", [True, False])
