@@ -17,6 +17,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from pinn.derivatives.functions import derivative
 from pinn.errors import ConfigError
 
 Tensor = torch.Tensor
@@ -110,22 +111,11 @@ def periodic_mismatch(
 
 def _along(model: HardConstraint, x: Tensor, index: int, n_outputs: int, orders: int):
     """[(M, 2m) g and B side by side, then their derivatives along x_index, orders 1..orders]."""
-    x = x.detach().requires_grad_(True)
+
+    def g_and_b(points: Tensor) -> Tensor:
+        g, scale = model.parts(points, n_outputs)
+        return torch.cat([g.expand(-1, n_outputs), scale.expand(-1, n_outputs)], dim=1)
+
     with torch.enable_grad():
-        g, scale = model.parts(x, n_outputs)
-        columns = torch.cat([g.expand(-1, n_outputs), scale.expand(-1, n_outputs)], dim=1)
-        derivatives = [columns]
-        for _ in range(orders):
-            lower = derivatives[-1]
-            derivatives.append(
-                torch.stack([_partial(lower[:, c], x, index) for c in range(lower.shape[1])], dim=1)
-            )
-    return [d.detach() for d in derivatives]
-
-
-def _partial(y: Tensor, x: Tensor, index: int) -> Tensor:
-    """(M,) d y / d x_index of a pointwise (M,) y, kept differentiable (zeros where y ignores x)."""
-    if not y.requires_grad:
-        return torch.zeros_like(y)
-    (gradient,) = torch.autograd.grad(y.sum(), x, create_graph=True, allow_unused=True)
-    return torch.zeros_like(y) if gradient is None else gradient[:, index]
+        derivatives = [derivative(g_and_b, x, index, n, "autograd") for n in range(1, orders + 1)]
+        return [g_and_b(x).detach()] + [d.detach() for d in derivatives]
