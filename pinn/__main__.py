@@ -9,6 +9,7 @@ Hydra run directory and log.
 import os
 import sys
 import tempfile
+import textwrap
 from pathlib import Path
 
 import hydra
@@ -122,23 +123,21 @@ def written_files(run_dir: Path, width: int = 80) -> list[str]:
     of at most `width` characters indented under the summary's values."""
     if not run_dir.is_dir():
         return []
-    indent = " " * 15
     names = sorted(
         p.name + ("/" if p.is_dir() else "")
         for p in run_dir.iterdir()
         if not p.name.startswith((".", "__main__"))
     )
-    if not names:
-        return []
-    lines, line = [], indent + "("
-    for index, name in enumerate(names):
-        item = name + (")" if index == len(names) - 1 else ",")
-        if len(line) + 1 + len(item) > width and line.strip() != "(":
-            lines.append(line)
-            line = indent + " " + item
-        else:
-            line += ("" if line.endswith("(") else " ") + item
-    return [*lines, line]
+    indent = " " * 15
+    listed = f"({', '.join(names)})" if names else ""
+    return textwrap.wrap(
+        listed,
+        width,
+        initial_indent=indent,
+        subsequent_indent=indent + " ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
 
 
 def cli() -> None:
