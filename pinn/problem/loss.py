@@ -56,8 +56,7 @@ def residuals(
     engine = engine or Engine("autograd", model, announce=False)
 
     def field_at(points: torch.Tensor, site: str) -> Field:
-        inputs, outputs = problem.inputs, problem.outputs
-        return engine.field(points, inputs, outputs, site, problem.laplacian_inputs)
+        return problem_field(engine, problem, points, site)
 
     interior = field_at(batch.interior, "interior")
     if validating():
@@ -92,6 +91,13 @@ def residuals(
     if validating() and problem.attached_unknowns is not None:
         _warn_of_unused_unknowns(problem.attached_unknowns, terms)
     return terms
+
+
+def problem_field(engine: Engine, problem: Problem, points: torch.Tensor, site: str) -> Field:
+    """The field of the engine's network at the (N, d) points for the residual site `site`,
+    as the problem's residual and conditions see it: its inputs and outputs by name, its
+    `laplacian()` over `problem.laplacian_inputs` (space alone on a SpaceTime)."""
+    return engine.field(points, problem.inputs, problem.outputs, site, problem.laplacian_inputs)
 
 
 def _warn_of_unused_unknowns(unknowns: Unknowns, terms: Mapping[str, torch.Tensor]) -> None:

@@ -15,7 +15,7 @@ import logging
 import torch
 
 from pinn.geometry import Batch, residual_magnitude
-from pinn.problem.loss import loss_terms
+from pinn.problem.loss import loss_terms, problem_field
 from pinn.problem.problem import Problem
 from pinn.training.compiling import CompiledLoss, compile_decision
 from pinn.training.state import RunState
@@ -62,10 +62,7 @@ class StepLoss:
     def residual_magnitude(self, x: torch.Tensor) -> torch.Tensor:
         """(M,) |PDE residual| at the (M, d) points, for refinement (systems: root sum square)."""
         state = self.state
-        problem = self.problem
-        field = state.engine.field(
-            x, problem.inputs, problem.outputs, "interior", problem.laplacian_inputs
-        )
+        field = problem_field(state.engine, self.problem, x, "interior")
         return residual_magnitude(self.problem.residual(field.x, field))
 
     def _eager(self, batch: Batch) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
