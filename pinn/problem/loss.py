@@ -12,6 +12,7 @@ from pinn.derivatives.field import Field, Model
 from pinn.errors import ConfigError, IndexOutOfRangeError, naming_where, validating
 from pinn.geometry import Batch
 from pinn.problem.causal import CausalWeighting
+from pinn.problem.fields import problem_field
 from pinn.problem.problem import Problem
 from pinn.problem.unknowns import Unknowns
 
@@ -91,13 +92,6 @@ def residuals(
     if validating() and problem.attached_unknowns is not None:
         _warn_of_unused_unknowns(problem.attached_unknowns, terms)
     return terms
-
-
-def problem_field(engine: Engine, problem: Problem, points: torch.Tensor, site: str) -> Field:
-    """The field of the engine's network at the (N, d) points for the residual site `site`,
-    as the problem's residual and conditions see it: its inputs and outputs by name, its
-    `laplacian()` over `problem.laplacian_inputs` (space alone on a SpaceTime)."""
-    return engine.field(points, problem.inputs, problem.outputs, site, problem.laplacian_inputs)
 
 
 def _warn_of_unused_unknowns(unknowns: Unknowns, terms: Mapping[str, torch.Tensor]) -> None:

@@ -29,10 +29,12 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import torch
 
+from pinn.derivatives.engines import Engine
 from pinn.derivatives.field import Field, Model
 from pinn.errors import ConfigError, is_finite_number, naming_where, require_int
 from pinn.nn.placement import placement
 from pinn.problem.columns import QUANTITY_PREFIX
+from pinn.problem.fields import problem_field
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +56,7 @@ class QuantityTools:
     def __init__(self, problem, model: Model):
         self.problem, self.model = problem, model
         self.dtype, self.device = placement(model)
+        self._engine = Engine("autograd", model, announce=False)  # exact, whatever the run's
         self._points: dict[tuple, tuple[torch.Tensor, ...]] = {}  # quadrature, made once
         self._warned_outside = False  # points of `values` outside the domain: said once
 
@@ -65,14 +68,7 @@ class QuantityTools:
             raise ConfigError(
                 f"{self._owner}: quantity points must be (M, {dim}), got {tuple(points.shape)}"
             )
-        problem = self.problem
-        return Field(
-            self.model,
-            points,
-            problem.inputs,
-            problem.outputs,
-            laplacian_inputs=problem.laplacian_inputs,
-        )
+        return problem_field(self._engine, self.problem, points, "quantity")
 
     def values(self, points, out: str | int | None = None) -> torch.Tensor:
         """(M,) one output at (M, d) points (a list of coordinates is taken too). Points

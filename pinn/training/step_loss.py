@@ -15,7 +15,8 @@ import logging
 import torch
 
 from pinn.geometry import Batch, residual_magnitude
-from pinn.problem.loss import loss_terms, problem_field
+from pinn.problem.fields import problem_field
+from pinn.problem.loss import loss_terms
 from pinn.problem.problem import Problem
 from pinn.training.compiling import CompiledLoss, compile_decision
 from pinn.training.state import RunState
