@@ -119,14 +119,16 @@ def _values(problem, model, truth: Truth, k: int, where: Plane) -> _Values:
 
 def _draw(figure, axis, where: Plane, values, title, norm, label, mesh=None, cmap="viridis"):
     """A colour map of `values` on the plane's grid, or at the reference points (`mesh`), with
-    a colorbar labelled `label`."""
+    a colorbar labelled `label`. Every map spans the plane's box, so a reference that stops
+    short of the domain's edge (a periodic grid without its last point) is drawn to scale."""
+    x, y = numpy(where.lines[0]), numpy(where.lines[1])
     if mesh is None:
-        n = len(where.lines[0])
-        grid = values.reshape(n, n).T  # (y, x)
-        x, y = numpy(where.lines[0]), numpy(where.lines[1])
+        grid = values.reshape(len(x), len(x)).T  # (y, x)
         image = axis.pcolormesh(x, y, grid, shading="auto", cmap=cmap, norm=norm)
     else:
         image = axis.tripcolor(mesh, values, shading="gouraud", cmap=cmap, norm=norm)
+    axis.set_xlim(x[0], x[-1])
+    axis.set_ylim(y[0], y[-1])
     image.set_rasterized(True)  # a vector file (pdf, svg) keeps its text sharp and its size small
     figure.colorbar(image, ax=axis, label=label)
     axis.set_title(title)

@@ -132,6 +132,24 @@ def test_reference_data_only_is_drawn_at_its_points():
     assert np.allclose(np.asarray(error[0].get_array()), 0.01)
 
 
+def test_reference_short_of_the_edge_is_drawn_to_the_domains_scale():
+    # A periodic grid without its last column (x < 5 on [-5, 5]): every map spans the domain.
+    x, t = torch.meshgrid(
+        torch.arange(-5.0, 5.0, 0.5, dtype=torch.float64),
+        torch.linspace(0, 1, 6, dtype=torch.float64),
+        indexing="ij",
+    )
+    points = torch.stack([x.reshape(-1), t.reshape(-1)], dim=1)
+    domain = SpaceTime(Box([-5.0], [5.0]), 0.0, 1.0)
+    problem = Smooth(domain, with_exact=False, reference=(points, points.sum(dim=1)))
+    figure = solution_figure(problem, model_for(problem), n_per_dim=21)
+    maps = [axis for axis in figure.axes if axis.get_title().endswith(" u")][:3]
+    assert [axis.get_title() for axis in maps] == ["predicted u", "reference u", "|error| u"]
+    for axis in maps:
+        assert axis.get_xlim() == pytest.approx((-5.0, 5.0))
+        assert axis.get_ylim() == pytest.approx((0.0, 1.0))
+
+
 def test_reference_snapshots_use_the_reference_times(tmp_path):
     x, t = torch.meshgrid(
         torch.linspace(-1, 1, 11, dtype=torch.float64),
