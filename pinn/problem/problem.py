@@ -23,6 +23,7 @@ samples of u into the loss with an `Observations` condition (`pinn.problem.obser
 from __future__ import annotations
 
 import difflib
+import logging
 from collections.abc import Mapping, Sequence
 
 import torch
@@ -34,6 +35,12 @@ from pinn.problem.conditions import Condition
 from pinn.problem.importing import check_params, import_module_of
 from pinn.problem.quantities import QuantityTools
 from pinn.problem.unknowns import Unknowns, initial_guesses, undeclared
+
+log = logging.getLogger(__name__)
+
+# Reference points farther outside the domain than this share of its bounding box are warned
+# of: loose enough for coordinates stored in float32 (1.1 is 1.1000000238 there).
+_OUTSIDE_TOLERANCE = 1e-6
 
 
 class Problem:
@@ -134,6 +141,7 @@ class Problem:
         cached = self.__dict__.get("_reference_data")
         if cached is None:
             cached = check_reference(self.reference(), self.domain.dim, self.outputs, self)
+            _warn_of_outside_reference(cached[0], self)
             self.__dict__["_reference_data"] = cached
         return cached
 
@@ -181,6 +189,26 @@ class Problem:
                 "call problem.attach_unknowns(dtype, device) before evaluating the residual"
             )
         return self.attached_unknowns[name]
+
+
+def _warn_of_outside_reference(points: torch.Tensor, problem: Problem) -> None:
+    """Once per problem: warn of reference points outside its domain (columns in another order
+    than the problem's inputs, most often), where the network is compared all the same."""
+    domain = problem.domain
+    size = max(hi - lo for lo, hi in zip(domain.lower, domain.upper))
+    outside = domain.level(points) < -_OUTSIDE_TOLERANCE * size
+    if outside.any():
+        first = [round(value, 6) for value in points[outside][0].tolist()]
+        log.warning(
+            "%s.reference(): %d of the %d points lie outside the domain (the first: %s); the "
+            "network is compared with them there all the same. Check the points' columns: "
+            "they are the inputs %s, in that order",
+            type(problem).__name__,
+            int(outside.sum()),
+            len(points),
+            first,
+            list(problem.inputs),
+        )
 
 
 def check_reference(

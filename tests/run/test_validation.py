@@ -212,6 +212,34 @@ def test_reference_data_is_read_once():
     assert np.allclose(problem.reference_data()[1][:, 0].numpy(), problem.values.numpy())
 
 
+def test_reference_points_outside_the_domain_are_warned_of_once(caplog):
+    # The columns the other way round: (t, x) points on x in [0, 1], t in [0, 2].
+    x, t = torch.meshgrid(
+        torch.linspace(0, 1, 5, dtype=torch.float64),
+        torch.linspace(0, 2, 5, dtype=torch.float64),
+        indexing="ij",
+    )
+    swapped = torch.stack([t.reshape(-1), x.reshape(-1)], dim=1)
+    problem = Sampled(points=swapped)
+    problem.domain = SpaceTime(Box([0.0], [1.0]), 0.0, 2.0)
+    with caplog.at_level("WARNING"):
+        problem.reference_data()
+        problem.reference_data()
+    warnings = [r.getMessage() for r in caplog.records if "outside the domain" in r.getMessage()]
+    assert len(warnings) == 1
+    assert "10 of the 25 points" in warnings[0] and "['x', 't'], in that order" in warnings[0]
+
+
+def test_reference_points_on_the_boundary_in_float32_are_not_warned_of(caplog):
+    # 1.1 rounded to float32 lies 2.4e-8 beyond x = 1.1: rounding, not a wrong column.
+    corners = torch.tensor([[0.0, 0.0], [1.1, 0.41], [0.5, 0.2]], dtype=torch.float32)
+    problem = Sampled(points=corners.double())
+    problem.domain = Box([0.0, 0.0], [1.1, 0.41])
+    with caplog.at_level("WARNING"):
+        problem.reference_data()
+    assert not [r for r in caplog.records if "outside the domain" in r.getMessage()]
+
+
 class Profiles(Problem):
     """Reference data for some outputs only, each at its own points (a cavity's centrelines):
     u on the line x = 0.5 (7 points) and p on the line y = 0.25 (5 points); exact u = x, p = 10y.
