@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -66,6 +67,19 @@ def run_reporting(entry: Callable[[], Any], docs: dict[str, str] | None = None) 
         report(one_line(error, docs or {}))
 
 
+def _where_groups_are(missing: str) -> str:
+    """Where a yaml of one's own is looked for, when Hydra could not find one (its message:
+    "In 'config': Could not find 'problem/fisher'")."""
+    found = re.search(r"Could not find '(\w+)/", missing)
+    if not found:
+        return ""
+    group = found.group(1)
+    return (
+        f". Your own {group} yamls are read from conf/{group}/ in the folder pinn runs from "
+        f"({os.getcwd()}) or from a folder on hydra.searchpath"
+    )
+
+
 def one_line(error: BaseException, docs: dict[str, str]) -> str:
     """A Hydra or OmegaConf error as one line: about a key, said with the schema's words."""
     cause: BaseException | None = error
@@ -76,5 +90,5 @@ def one_line(error: BaseException, docs: dict[str, str]) -> str:
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     if isinstance(error, MissingConfigException) and len(lines) > 2:  # the options follow
         options = list(itertools.takewhile(lambda line: not line.endswith(":"), lines[2:]))
-        return f"{lines[0]}; {lines[1]} {', '.join(options)}"
+        return f"{lines[0]}; {lines[1]} {', '.join(options)}{_where_groups_are(lines[0])}"
     return " ".join(lines)

@@ -148,9 +148,20 @@ LIST_EXAMPLES = {"trainer.phases": "adam,gauss_newton", "outputs.plot_formats": 
 def unknown_key(full_key: str) -> str:
     """`full_key` is no key of its block: say so, list the block's keys and the closest one."""
     block, _, key = full_key.rpartition(".")
+    group, _, rest = full_key.partition(".")
+    top_level = [f.name for f in dataclasses.fields(block_schema(""))]
+    if group == "problem" and rest.split(".")[0] in top_level:  # its yaml read as the block
+        return (
+            f"unknown config key {full_key!r}: a yaml in conf/problem/ that gives "
+            f"'{rest.split('.')[0]}:' must begin with the line '# @package _global_'; add it"
+        )
     schema = block_schema(block)
     if schema is None:  # inside a free-form block (problem.params, problem.weights)
-        return f"{full_key} is not in the config yet; add it with +{full_key}=<value>"
+        return (
+            f"{full_key} is not in the config yet; check its spelling (problem.weights names "
+            "loss terms, problem.params the problem's constructor arguments), and add a key "
+            f"the yaml does not give with a +: +{full_key}=<value>"
+        )
     valid = [f.name for f in dataclasses.fields(schema)]
     if key in valid:  # a key of the schema that the config lacks
         return not_set(full_key, {})

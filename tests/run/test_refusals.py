@@ -76,7 +76,15 @@ SLOW = pytest.mark.slow
             ["problem.weights must be a mapping of names to numbers"],
             marks=SLOW,
         ),
-        ("problem=nope", ["Could not find 'problem/nope'", "annulus, burgers, ", "heat, "]),
+        (
+            "problem=nope",
+            [
+                "Could not find 'problem/nope'",
+                "annulus, burgers, ",
+                "heat, ",
+                "Your own problem yamls are read from conf/problem/ in the folder pinn runs from (",
+            ],
+        ),
         # read only once the run has started: no "Error executing job" line from Hydra first
         ("~problem.weights", ["problem.weights has no value; give it in the problem's yaml"]),
     ],
@@ -248,9 +256,18 @@ def test_the_cli_cases_are_refused_in_process_too(override, message):
     assert message in str(error.value) and "\n" not in str(error.value)
 
 
-def test_a_new_key_of_a_free_block_without_plus_is_told_to_use_plus():
-    assert unknown_key("problem.params.typo") == (
-        "problem.params.typo is not in the config yet; add it with +problem.params.typo=<value>"
+def test_a_new_key_of_a_free_block_without_plus_is_told_to_check_it_or_use_plus():
+    message = unknown_key("problem.weights.nuemann")
+    assert message.startswith("problem.weights.nuemann is not in the config yet; check its spell")
+    assert message.endswith("with a +: +problem.weights.nuemann=<value>")
+
+
+@pytest.mark.parametrize("key", ["problem.problem", "problem.model.width", "problem.trainer"])
+def test_a_problem_yaml_without_its_package_line_is_told_to_add_it(key):
+    block = key.split(".")[1]
+    assert unknown_key(key) == (
+        f"unknown config key {key!r}: a yaml in conf/problem/ that gives '{block}:' must begin "
+        "with the line '# @package _global_'; add it"
     )
 
 
