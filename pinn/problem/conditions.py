@@ -93,7 +93,7 @@ class Dirichlet(_OnFaces):
     ) -> torch.Tensor:
         """(n,) u - value at the selected points."""
         mask = self._mask(boundary)
-        return u(self.out)[mask] - evaluate_value(self.value, boundary.points[mask])
+        return u(self.out)[mask] - evaluate_value(self.value, boundary.points[mask], self.name)
 
 
 class _OnFacesWithNormals(_OnFaces):
@@ -104,7 +104,7 @@ class _OnFacesWithNormals(_OnFaces):
     def _evaluate(self, value: Value, boundary: BoundaryPoints, mask) -> torch.Tensor:
         """(n,) a value at the selected points, given their normals too when `normals`."""
         normals = boundary.normals[mask] if self.normals else None
-        return evaluate_value(value, boundary.points[mask], normals)
+        return evaluate_value(value, boundary.points[mask], self.name, normals)
 
 
 class Neumann(_OnFacesWithNormals):
@@ -211,8 +211,8 @@ class Initial(Condition):
         mask = select(f"{self.time}_min", boundary, self.name)
         points = boundary.points[mask]
         if self.rate is None:
-            return u(self.out)[mask] - evaluate_value(self.value, points)
-        return u.d(self.time, self.out)[mask] - evaluate_value(self.rate, points)
+            return u(self.out)[mask] - evaluate_value(self.value, points, self.name)
+        return u.d(self.time, self.out)[mask] - evaluate_value(self.rate, points, self.name)
 
 
 class Periodic(Condition):
@@ -333,17 +333,17 @@ def select(on: Where, boundary: BoundaryPoints, name: str) -> torch.Tensor | sli
 
 
 def evaluate_value(
-    value: Value, points: torch.Tensor, normals: torch.Tensor | None = None
+    value: Value, points: torch.Tensor, name: str, normals: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """(n,) the value of a condition at (n, d) points, from a constant or a function: of the
-    points, or of the points and their (n, d) outward `normals` when those are given."""
+    """(n,) the value of the condition `name` at (n, d) points, from a constant or a function:
+    of the points, or of the points and their (n, d) outward `normals` when those are given."""
     if callable(value):
         result = value(points) if normals is None else value(points, normals)
         if not isinstance(result, torch.Tensor) or result.shape != points.shape[:1]:
             is_tensor = isinstance(result, torch.Tensor)
             got = tuple(result.shape) if is_tensor else type(result).__name__
             raise ConfigError(
-                f"a condition's value function must return a tensor of shape "
+                f"condition {name!r}: its value function must return a tensor of shape "
                 f"({points.shape[0]},) for ({points.shape[0]}, d) points, got {got}"
             )
         return result

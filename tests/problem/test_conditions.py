@@ -106,6 +106,10 @@ def test_unknown_faces_empty_selections_and_bad_values_are_refused(generator):
         Dirichlet(on=lambda p: p[:, 0] > 5.0, name="far").residual(u, boundary)
     with pytest.raises(ConfigError, match=r"value function must return.*shape \(\d+,\)"):
         Dirichlet(on="x_min", value=lambda p: p).residual(u, boundary)
+    with pytest.raises(
+        ConfigError, match=r"^condition 'flux': its value function .*got \(\d+, 1\)"
+    ):
+        Neumann(on="x_max", value=lambda p: p[:, :1], name="flux").residual(u, boundary)
     with pytest.raises(ConfigError, match="on=3"):
         Dirichlet(on=3)
 
