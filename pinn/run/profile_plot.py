@@ -1,7 +1,8 @@
 """The figure of reference data given for some outputs only, each at its own points: a profile
-per output, predicted (line) and reference (markers), against the coordinate along which its
-points spread most (y for a vertical centreline, x for a horizontal one). Where the points lie
-on one line the prediction is drawn densely along it, not only at them.
+per output, predicted (line) and reference (markers). Points on a few lines parallel to one
+axis (a vertical centreline; u on the lines x = 0.3, 0.5 and 0.8) are drawn against that axis,
+a curve per line, the prediction densely along it; other points against the coordinate along
+which they spread most, the prediction at them, joined.
 
     figure = reference_figure(problem, model, validator)   # validator.complete is False
 """
@@ -17,6 +18,10 @@ from pinn.problem.problem import Problem
 from pinn.run.plot_parts import numpy
 from pinn.run.validation import Validator, predict
 
+MAX_LINES = 8  # more lines than this in one panel: the points are drawn as scattered
+# The reference's markers: open circles, in the colour of their line's prediction.
+REFERENCE_MARKERS = {"markersize": 4, "fillstyle": "none", "label": "reference"}
+
 
 def reference_figure(problem: Problem, model: Model, validator: Validator) -> Figure:
     """One panel per output that has reference values: its profile, predicted and reference,
@@ -28,27 +33,58 @@ def reference_figure(problem: Problem, model: Model, validator: Validator) -> Fi
     predicted = numpy(predict(model, validator.points))
     points = numpy(validator.points)
     for axis, k in zip(axes, given):
-        rows = known[:, k] == known[:, k]  # not NaN: the output's own points
-        spread = points[rows].max(axis=0) - points[rows].min(axis=0)
-        along = int(spread.argmax())
-        order = points[rows, along].argsort()
-        coordinate = points[rows, along][order]
-        truth, guess = known[rows, k][order], predicted[rows, k][order]
+        rows = np.flatnonzero(known[:, k] == known[:, k])  # not NaN: the output's own points
         name = problem.outputs[k]
-        line = dense_line(points[rows][order])
-        if line is None:  # points off one line: the prediction at them, joined
-            axis.plot(coordinate, guess, label="predicted")
-        else:  # between the points too, where a joined line would hide the error
-            dense = torch.as_tensor(line, dtype=validator.points.dtype)
-            values = numpy(predict(model, dense.to(validator.points.device)))[:, k]
-            axis.plot(line[:, along], values, label="predicted")
-        axis.plot(coordinate, truth, "o", markersize=4, fillstyle="none", label="reference")
+        spread = points[rows].max(axis=0) - points[rows].min(axis=0)
+        along, groups = axis_lines(points[rows]) or (int(spread.argmax()), [np.arange(len(rows))])
+        for group in groups:
+            _draw_line(axis, problem, model, validator, k, rows[group], along, len(groups))
+        worst = np.abs(predicted[rows, k] - known[rows, k]).max()
         axis.set_xlabel(problem.inputs[along])
         axis.set_ylabel(name)
-        axis.set_title(f"{name}: max |error| = {abs(guess - truth).max():.2e}")
-        axis.legend(fontsize="small")
+        axis.set_title(f"{name}: max |error| = {worst:.2e}")
+        handles, labels = axis.get_legend_handles_labels()
+        unique = dict(zip(labels, handles))  # "reference" once for all lines
+        axis.legend(unique.values(), unique.keys(), fontsize="small")
     figure.suptitle(f"{type(problem).__name__}: reference profiles")
     return figure
+
+
+def _draw_line(axis, problem, model, validator, k: int, rows, along: int, count: int) -> None:
+    """One profile of output k at the points `rows` (indices into the validator's points),
+    against coordinate `along`: the prediction densely along their line where they lie on one
+    (else at them, joined), the reference at them; labelled by where the line lies when it is
+    one of several (`count`)."""
+    points = numpy(validator.points)[rows]
+    order = points[:, along].argsort()
+    points, truth = points[order], numpy(validator.reference)[rows, k][order]
+    dense = dense_line(points)
+    if dense is None:  # off one line: only at the points
+        dense = points
+    grid = torch.as_tensor(dense, dtype=validator.points.dtype).to(validator.points.device)
+    values = numpy(predict(model, grid))[:, k]
+    fixed = ", ".join(
+        f"{problem.inputs[c]} = {points[0, c]:.3g}" for c in range(points.shape[1]) if c != along
+    )
+    label = "predicted" if count == 1 else f"predicted, {fixed}"
+    (curve,) = axis.plot(dense[:, along], values, label=label)
+    axis.plot(points[:, along], truth, "o", color=curve.get_color(), **REFERENCE_MARKERS)
+
+
+def axis_lines(points: np.ndarray) -> tuple[int, list[np.ndarray]] | None:
+    """(the axis, [row indices of each line]) where the (M, d) points lie on at most
+    `MAX_LINES` lines parallel to one coordinate axis, at least 3 points on each (the axis
+    with the fewest lines); None where they do not."""
+    best = None
+    size = np.abs(points).max() or 1.0
+    for along in range(points.shape[1]):
+        others = np.round(np.delete(points, along, axis=1) / size, 9)
+        _, line_of = np.unique(others, axis=0, return_inverse=True)
+        groups = [np.flatnonzero(line_of.ravel() == g) for g in range(line_of.max() + 1)]
+        fits = len(groups) <= MAX_LINES and min(len(g) for g in groups) >= 3
+        if fits and (best is None or len(groups) < len(best[1])):
+            best = (along, groups)
+    return best
 
 
 def dense_line(points: np.ndarray, n: int = 400) -> np.ndarray | None:

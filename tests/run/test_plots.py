@@ -198,6 +198,25 @@ def test_reference_data_for_some_outputs_is_drawn_as_profiles():
     assert np.allclose(predicted.get_ydata(), 3 * (np.linspace(0, 1, 400) + 0.5) + 0.01)
 
 
+def test_profiles_on_several_parallel_lines_are_drawn_a_curve_each():
+    # u on the vertical lines x = 0.3, 0.5, 0.8 (behind an obstacle), 7 points each, shuffled.
+    y = torch.linspace(0, 1, 7, dtype=torch.float64)
+    points = torch.cat([torch.stack([torch.full_like(y, c), y], 1) for c in (0.3, 0.5, 0.8)])
+    points = points[torch.randperm(21, generator=torch.Generator().manual_seed(0))]
+    problem = Smooth(Box([0.0, 0.0], [1.0, 1.0]), ("u", "v"), False, {"u": (points, points.sum(1))})
+    figure = reference_figure(problem, model_for(problem), Validator(problem))
+    axis = figure.axes[0]
+    assert axis.get_xlabel() == "y"  # along the lines, not across them
+    curves = [line for line in axis.get_lines() if line.get_linestyle() == "-"]
+    assert [c.get_label() for c in curves] == [f"predicted, x = {c}" for c in (0.3, 0.5, 0.8)]
+    for curve, c in zip(curves, (0.3, 0.5, 0.8)):
+        assert np.allclose(curve.get_xdata(), np.linspace(0, 1, 400))  # densely along it
+        assert np.allclose(curve.get_ydata(), c + np.linspace(0, 1, 400) + 0.01)
+    markers = [line for line in axis.get_lines() if line.get_linestyle() == "None"]
+    assert [len(m.get_xdata()) for m in markers] == [7, 7, 7]
+    assert [t.get_text() for t in axis.get_legend().get_texts()].count("reference") == 1
+
+
 def test_a_profile_off_one_line_is_drawn_at_its_points():
     # u at points of a parabola: no line to draw densely along, the prediction at the points
     x = torch.linspace(0, 1, 7, dtype=torch.float64)
