@@ -30,21 +30,13 @@ import torch
 import pinn
 from pinn.derivatives.stochastic import random_directions, second_directional_sum
 from pinn.problems.poisson_highd import PoissonHighD
+from pinn.run.build import build_model
 
 
 def default_model(problem: PoissonHighD, seed: int) -> torch.nn.Module:
     """The yaml's network, built and seeded as `python -m pinn problem=poisson_highd` builds it."""
-    dim = problem.domain.dim
-    network = pinn.MLP(
-        dim,
-        1,
-        width=128,
-        depth=4,
-        lower=problem.domain.lower,
-        upper=problem.domain.upper,
-        generator=torch.Generator().manual_seed(seed),
-    )
-    return pinn.HardConstraint(network, problem.hard_constraint).float()
+    cfg = pinn.compose_config(["problem=poisson_highd", f"problem.params.dim={problem.domain.dim}"])
+    return build_model(problem, cfg.model, seed).float()
 
 
 def train(loss_name: str, dim: int, steps: int, seed: int = 0) -> tuple[float, float, float]:

@@ -38,7 +38,10 @@ def reference_figure(problem: Problem, model: Model, validator: Validator) -> Fi
         spread = points[rows].max(axis=0) - points[rows].min(axis=0)
         along, groups = axis_lines(points[rows]) or (int(spread.argmax()), [np.arange(len(rows))])
         for group in groups:
-            _draw_line(axis, problem, model, validator, k, rows[group], along, len(groups))
+            line = rows[group]
+            where = f", {_where(problem, points[line], along)}" if len(groups) > 1 else ""
+            label = f"predicted{where}"  # where each line lies, when there are several
+            _draw_line(axis, model, validator.points, points[line], known[line, k], k, along, label)
         worst = np.abs(predicted[rows, k] - known[rows, k]).max()
         axis.set_xlabel(problem.inputs[along])
         axis.set_ylabel(name)
@@ -50,25 +53,25 @@ def reference_figure(problem: Problem, model: Model, validator: Validator) -> Fi
     return figure
 
 
-def _draw_line(axis, problem, model, validator, k: int, rows, along: int, count: int) -> None:
-    """One profile of output k at the points `rows` (indices into the validator's points),
-    against coordinate `along`: the prediction densely along their line where they lie on one
-    (else at them, joined), the reference at them; labelled by where the line lies when it is
-    one of several (`count`)."""
-    points = numpy(validator.points)[rows]
+def _draw_line(axis, model, like, points, truth, k: int, along: int, label: str) -> None:
+    """One profile of output k at the (M, d) `points` with reference values `truth` (M,),
+    against coordinate `along`: the prediction (labelled `label`) densely along their line
+    where they lie on one (else at them, joined), in `like`'s dtype and device, and the
+    reference at them."""
     order = points[:, along].argsort()
-    points, truth = points[order], numpy(validator.reference)[rows, k][order]
+    points, truth = points[order], truth[order]
     dense = dense_line(points)
     if dense is None:  # off one line: only at the points
         dense = points
-    grid = torch.as_tensor(dense, dtype=validator.points.dtype).to(validator.points.device)
-    values = numpy(predict(model, grid))[:, k]
-    fixed = ", ".join(
-        f"{problem.inputs[c]} = {points[0, c]:.3g}" for c in range(points.shape[1]) if c != along
-    )
-    label = "predicted" if count == 1 else f"predicted, {fixed}"
+    values = numpy(predict(model, torch.as_tensor(dense, dtype=like.dtype).to(like.device)))[:, k]
     (curve,) = axis.plot(dense[:, along], values, label=label)
     axis.plot(points[:, along], truth, "o", color=curve.get_color(), **REFERENCE_MARKERS)
+
+
+def _where(problem, points, along: int) -> str:
+    """Where a line parallel to axis `along` lies: its other coordinates, e.g. "x = 0.3"."""
+    fixed = [c for c in range(points.shape[1]) if c != along]
+    return ", ".join(f"{problem.inputs[c]} = {points[0, c]:.3g}" for c in fixed)
 
 
 def axis_lines(points: np.ndarray) -> tuple[int, list[np.ndarray]] | None:
