@@ -26,8 +26,8 @@ import pinn
 from pinn.derivatives.engines import Engine
 from pinn.geometry.sampler import PointSampler
 from pinn.problem.quantities import evaluate_quantities
-from pinn.training.levenberg_marquardt import LevenbergMarquardt
-from pinn.training.residual_rows import ResidualRows
+from pinn.training.optim.levenberg_marquardt import LevenbergMarquardt
+from pinn.training.rows.residual_rows import ResidualRows
 
 
 def descend(

@@ -2,7 +2,7 @@
 
 The Poisson problem (hard boundary), an MLP of 3 hidden tanh layers of each `--widths`,
 `--points` interior points, float64, the Taylor engine. For each width, one Levenberg-Marquardt
-iteration (`pinn.training.levenberg_marquardt`, the phase's damping and line search) from the
+iteration (`pinn.training.optim.levenberg_marquardt`, the phase's damping and line search) from the
 network's first parameters, in a fresh process each (so the peak memory is that iteration's):
 
     dense   solver "parameters" (P x P Cholesky) or, with fewer rows than parameters, "rows"
@@ -35,8 +35,8 @@ from pinn.derivatives.engines import Engine
 from pinn.geometry import PointSampler
 from pinn.nn import MLP, HardConstraint
 from pinn.problems.poisson import Poisson
-from pinn.training.levenberg_marquardt import LevenbergMarquardt
-from pinn.training.residual_rows import ResidualRows
+from pinn.training.optim.levenberg_marquardt import LevenbergMarquardt
+from pinn.training.rows.residual_rows import ResidualRows
 
 
 def resident_mb() -> float:

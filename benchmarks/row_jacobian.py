@@ -4,7 +4,7 @@ What it measures: Poisson on [0, 1]² with its hard constraint (pinn.problems.po
 MLP of 3 hidden layers of `width`, N Sobol points, float64, one process. For each case it prints
 the seconds one (R, P) Jacobian takes (R = N rows, P parameters) and the Jacobian's size, for
 
-    pinn-taylor     pinn.training.residual_rows on the Taylor engine (vmap over points of
+    pinn-taylor     pinn.training.rows.residual_rows on the Taylor engine (vmap over points of
                     jacrev of the Taylor pass at one point, then jvp through the assembly)
     pinn-autograd   the same on the autograd engine (the engine's Field on per-point copies
                     of the parameters, one backward per quantity)
@@ -33,7 +33,7 @@ from pinn.geometry import PointSampler
 from pinn.nn import MLP, HardConstraint
 from pinn.problem.loss import residuals
 from pinn.problems.poisson import Poisson
-from pinn.training.residual_rows import ResidualRows
+from pinn.training.rows.residual_rows import ResidualRows
 
 CASES = [(20, 1000), (40, 2000), (60, 4000)]  # (width, N): P = 921, 3441, 7561
 

@@ -37,6 +37,8 @@ from pinn.errors import (
     TrainingDiverged,
     TrainingInterrupted,
 )
+from pinn.evaluation.fresh_loss import fresh_loss
+from pinn.evaluation.validation import Validator, evaluation_points
 from pinn.geometry import (
     REFINEMENTS,
     SAMPLING_METHODS,
@@ -83,8 +85,6 @@ from pinn.problem import (
     ring_quadrature,
     weighted_sum,
 )
-from pinn.run.fresh_loss import fresh_loss
-from pinn.run.validation import Validator, evaluation_points
 from pinn.training import (
     WEIGHTINGS,
     AdamSettings,
@@ -197,16 +197,19 @@ _ON_FIRST_USE = {
     "compose_config": "pinn.run.train",
     "train": "pinn.run.train",
     "load_run": "pinn.run.load",
-    "plot_loss": "pinn.run.plots",
-    "plot_solution": "pinn.run.plots",
-    "solution_figure": "pinn.run.plots",
-    "TensorBoardLogger": "pinn.run.tensorboard",
+    "plot_loss": "pinn.plots.solution",
+    "plot_solution": "pinn.plots.solution",
+    "solution_figure": "pinn.plots.solution",
+    "TensorBoardLogger": "pinn.outputs.tensorboard",
 }
 
 
 def __getattr__(name: str):
     if name in _ON_FIRST_USE:
         return getattr(importlib.import_module(_ON_FIRST_USE[name]), name)
-    if name in ("experiment", "plots"):  # `pinn.run.plots.solution_figure(...)` after `import pinn`
+    if name in (
+        "experiment",
+        "plots",
+    ):  # `pinn.plots.solution.solution_figure(...)` after `import pinn`
         return importlib.import_module(f"pinn.{name}")
     raise AttributeError(f"module 'pinn' has no attribute {name!r}")

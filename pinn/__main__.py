@@ -1,6 +1,6 @@
 """`pinn problem=<name> [key=value ...]` (or `python -m pinn ...`): a thin Hydra entry point
 around `train`. Its configs are pinn's own, then those in the working directory's conf/
-(`pinn.run.configs`); problem modules import from the working directory too.
+(`pinn.config.locations`); problem modules import from the working directory too.
 
 Under `torchrun --nproc_per_node=N -m pinn ...` each process runs this; only rank 0 keeps a
 Hydra run directory and log.
@@ -18,9 +18,9 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
+from pinn.config.docs import key_docs, register_help
+from pinn.config.locations import CONF_DIR, shadowed_problems, user_conf_dir, user_conf_overrides
 from pinn.errors import PinnError, TrainingInterrupted
-from pinn.run.config_docs import key_docs, register_help
-from pinn.run.configs import CONF_DIR, shadowed_problems, user_conf_dir, user_conf_overrides
 from pinn.run.reporting import log_to_files, one_line, report, run_reporting
 from pinn.run.rundir import check_cli_run_dir
 from pinn.run.sweep import run_job

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import pinn
-import pinn.training.checkpointing
+import pinn.training.checkpoints
 
 SEED = 20240607
 
@@ -62,7 +62,7 @@ def written_checkpoints(monkeypatch) -> list[bytes]:
         torch.save(state, buffer)
         written.append(buffer.getvalue())
 
-    monkeypatch.setattr(pinn.training.checkpointing, "save_checkpoint", keep)
+    monkeypatch.setattr(pinn.training.checkpoints, "save_checkpoint", keep)
     return written
 
 

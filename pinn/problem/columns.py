@@ -3,7 +3,7 @@ unknowns and the loss weights. No unknown may take one of these names (each unkn
 column too), and plots tell the loss terms from them."""
 
 STEP, PHASE, LOSS, LR, REL_L2, TIME_S = "step", "phase", "loss", "lr", "rel_l2", "time_s"
-WINDOW = "window"  # a time-marching run's time window (`pinn.run.time_marching`)
+WINDOW = "window"  # a time-marching run's time window (`pinn.training.strategies.time_marching`)
 BOOKKEEPING = (STEP, PHASE, LOSS, LR, REL_L2, TIME_S, WINDOW)
 
 # A quantity of interest's column: `q_<name>` (`pinn.problem.quantities`), never a loss term.

@@ -67,7 +67,7 @@ class Problem:
     quantity_reference: Mapping[str, float | Sequence[float]] = {}
     # Outputs the PDE fixes only up to an added constant (an incompressible flow's pressure
     # with no value pinned): validation adds to each the constant that best fits the true
-    # values before comparing, and reports it (`pinn.run.validation.Validator`).
+    # values before comparing, and reports it (`pinn.evaluation.validation.Validator`).
     up_to_constant: Sequence[str] = ()
 
     @property

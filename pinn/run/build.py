@@ -10,6 +10,7 @@ from typing import Any
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from pinn.config.locations import CONF_DIR
 from pinn.derivatives.stochastic import LaplacianEstimator
 from pinn.errors import ConfigError, is_finite_number, require_int
 from pinn.nn.constraints import HardConstraint, constrain, periodic_mismatch
@@ -18,7 +19,6 @@ from pinn.nn.modified_mlp import ModifiedMLP
 from pinn.nn.pirate import PirateNet
 from pinn.problem.importing import check_params, import_module_of
 from pinn.problem.problem import Problem
-from pinn.run.configs import CONF_DIR
 
 log = logging.getLogger(__name__)
 

@@ -18,11 +18,11 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from pinn.errors import CheckpointError, ConfigError
+from pinn.evaluation.validation import predict
 from pinn.problem.problem import Problem, load_problem
 from pinn.run.build import build_model, device_of, dtype_of
-from pinn.run.time_marching import WindowSettings, trained_windows
-from pinn.run.validation import predict
-from pinn.training.checkpoint import CHECKPOINT_NAME, load_checkpoint
+from pinn.training.checkpoints import CHECKPOINT_NAME, load_checkpoint
+from pinn.training.strategies.time_marching import WindowSettings, trained_windows
 
 METRICS_NAME = "metrics.json"
 

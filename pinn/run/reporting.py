@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 from hydra.errors import HydraException, MissingConfigException
 from omegaconf.errors import OmegaConfBaseException
 
-from pinn.run.schema import explain
+from pinn.config.schema import explain
 from pinn.training.distributed import launched
 
 # How long another rank waits before it exits: torchrun stops every worker when the first one

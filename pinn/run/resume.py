@@ -18,10 +18,10 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from pinn.config.locations import CONF_DIR
 from pinn.errors import CheckpointError, ConfigError
-from pinn.run.configs import CONF_DIR
 from pinn.training.budgets import check_budget_changes
-from pinn.training.checkpoint import CHECKPOINT_NAME, load_checkpoint
+from pinn.training.checkpoints import CHECKPOINT_NAME, load_checkpoint
 from pinn.training.phases import PHASES
 from pinn.training.settings import FREE_SETTINGS, TrainSettings
 

@@ -17,8 +17,17 @@ from typing import Any
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from pinn.config.docs import key_docs, register_help
+from pinn.config.locations import CONF_DIR, user_conf_overrides
+from pinn.config.schema import check_config
 from pinn.errors import OutputError, TrainingInterrupted, reason
+from pinn.evaluation.fresh_loss import fresh_loss
+from pinn.evaluation.validation import Validator, can_validate
 from pinn.geometry import PointSampler, Refinement
+from pinn.outputs.provenance import provenance, utc_now
+from pinn.outputs.tensorboard import run_loggers
+from pinn.outputs.writers import summarise, write_outputs
+from pinn.plots.solution import PlotOptions
 from pinn.problem.problem import load_problem
 from pinn.problem.quantities import error_kind
 from pinn.problem.time_windows import check_windowable
@@ -31,23 +40,14 @@ from pinn.run.build import (
     seed_of,
     threads_of,
 )
-from pinn.run.config_docs import key_docs, register_help
-from pinn.run.configs import CONF_DIR, user_conf_overrides
-from pinn.run.fresh_loss import fresh_loss
-from pinn.run.outputs import summarise, write_outputs
-from pinn.run.plots import PlotOptions
-from pinn.run.provenance import provenance, utc_now
 from pinn.run.resume import checkpoint_file, load_resume
 from pinn.run.rundir import claim_run_dir
-from pinn.run.schema import check_config
-from pinn.run.tensorboard import run_loggers
-from pinn.run.time_marching import WindowSettings, march
-from pinn.run.validation import Validator, can_validate
-from pinn.training.checkpoint import CHECKPOINT_NAME
+from pinn.training.checkpoints import CHECKPOINT_NAME
 from pinn.training.distributed import launched, process_device, rank_seed, start
 from pinn.training.history import HISTORY_NAME
 from pinn.training.loop import fit
 from pinn.training.settings import TrainSettings
+from pinn.training.strategies.time_marching import WindowSettings, march
 
 log = logging.getLogger("pinn")
 WINDOW_SEEDS = 1_000_003  # window k's points are drawn from seed + 1 + k * this
@@ -55,7 +55,8 @@ WINDOW_SEEDS = 1_000_003  # window k's points are drawn from seed + 1 + k * this
 
 def compose_config(overrides: list[str] | None = None, config_dir: str | Path = CONF_DIR):
     """The config `python -m pinn <overrides>` would run, composed without starting a run:
-    pinn's configs (or `config_dir`'s), then the working directory's conf/ (`pinn.run.configs`)."""
+    pinn's configs (or `config_dir`'s), then the working directory's conf/
+    (`pinn.config.locations`)."""
     from hydra import compose, initialize_config_dir
 
     register_help(config_dir)  # conf/config.yaml chooses hydra/help=pinn
@@ -77,7 +78,7 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
     prediction as VTK files. A problem's unknowns start from `problem.unknowns.<name>` where the
     config gives one, else from their declared guesses; metrics.json holds the learned values
     under "unknowns". With `logger=tensorboard`, the history's scalars also go into
-    `run_dir`/tensorboard/ (`pinn.run.tensorboard`).
+    `run_dir`/tensorboard/ (`pinn.outputs.tensorboard`).
 
     With `cfg.resume` set to an earlier run's directory, continues that run from its checkpoint
     (`pinn.run.resume`: the config must be the saved one) and writes the whole run, history from

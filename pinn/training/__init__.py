@@ -26,17 +26,17 @@ This layer knows problems, geometry and derivatives; nothing below it imports it
 """
 
 from pinn.training.callbacks import Callback
-from pinn.training.checkpoint import CHECKPOINT_NAME, load_checkpoint, save_checkpoint
+from pinn.training.checkpoints import CHECKPOINT_NAME, load_checkpoint, save_checkpoint
 from pinn.training.distributed import World, rank_seed
 from pinn.training.history import HISTORY_NAME, HistoryCSV, HistoryFile
-from pinn.training.lbfgs import LBFGS
-from pinn.training.levenberg_marquardt import LevenbergMarquardt
 from pinn.training.loop import fit
+from pinn.training.optim.lbfgs import LBFGS
+from pinn.training.optim.levenberg_marquardt import LevenbergMarquardt
 from pinn.training.phases import PHASES, AdamSettings, GaussNewtonSettings, LBFGSSettings
-from pinn.training.residual_rows import ResidualRows, Rows
+from pinn.training.rows.residual_rows import ResidualRows, Rows
 from pinn.training.settings import TrainSettings
 from pinn.training.state import FitResult, RunState
-from pinn.training.weighting import WEIGHTINGS, LossWeights
+from pinn.training.strategies.weighting import WEIGHTINGS, LossWeights
 
 __all__ = [
     "PHASES",

@@ -55,25 +55,25 @@ from pinn.derivatives import check_pointwise
 from pinn.derivatives.engines import Engine
 from pinn.derivatives.stochastic import LaplacianEstimator
 from pinn.errors import ConfigError
+from pinn.evaluation.validation import Validator
 from pinn.geometry import PointSampler
 from pinn.problem.conditions import on_the_time_faces
 from pinn.problem.observations import Observations, outside
 from pinn.problem.problem import Problem
 from pinn.problem.quantities import QuantityTools, evaluate_quantities, quantity_errors
 from pinn.training.callbacks import Callback, CallbackList
-from pinn.training.checkpoint import load_checkpoint
-from pinn.training.checkpointing import Checkpoints
+from pinn.training.checkpoints import Checkpoints, load_checkpoint
 from pinn.training.distributed import World
 from pinn.training.divergence import DivergenceWatch
 from pinn.training.history import HistoryFile
 from pinn.training.interrupts import Interrupts
 from pinn.training.phases import PHASES, phase_class
 from pinn.training.phases.parts import Parts, finish
-from pinn.training.recording import Recorder, Validator
+from pinn.training.recording import Recorder
 from pinn.training.settings import TrainSettings
 from pinn.training.state import FitResult, RunState
 from pinn.training.step_loss import StepLoss
-from pinn.training.weighting import LossWeights
+from pinn.training.strategies.weighting import LossWeights
 
 log = logging.getLogger(__name__)
 

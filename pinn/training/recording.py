@@ -10,22 +10,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Protocol
 
 import torch
 from tqdm.auto import tqdm
 
 from pinn.errors import ConfigError
+from pinn.evaluation.validation import Validator
 from pinn.problem.columns import BOOKKEEPING, LOSS, LR, PHASE, REL_L2, STEP, TIME_S
 from pinn.problem.quantities import quantity_columns
 from pinn.training.state import RunState
-
-
-class Validator(Protocol):
-    """What measures a model against the true solution: `pinn.Validator`, or any object with
-    `errors(model) -> {"rel_l2": ..., ...}`."""
-
-    def errors(self, model: torch.nn.Module) -> dict[str, float]: ...
 
 
 def _own_columns(values: dict[str, float], row: dict) -> dict[str, float]:

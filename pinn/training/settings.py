@@ -23,7 +23,7 @@ from pinn.training.phases import (
     LBFGSSettings,
     phase_class,
 )
-from pinn.training.weighting import LossWeights
+from pinn.training.strategies.weighting import LossWeights
 
 
 @dataclass
@@ -39,7 +39,7 @@ class TrainSettings:
         gauss_newton: `GaussNewtonSettings` (steps, damping, line_search, solver, max_tries,
             stall_window, stall_decrease, dense_limit, cg_iterations).
         weighting: "fixed" (the weights given to `fit`) or "lra", learning-rate annealing
-            (`pinn.training.weighting`): during Adam, every `weighting_every` steps, the
+            (`pinn.training.strategies.weighting`): during Adam, every `weighting_every` steps, the
             condition and data terms' weights move towards balancing their gradients with the
             residual's, by `new = (1 - weighting_alpha) old + weighting_alpha estimate`.
             L-BFGS keeps the last weights.

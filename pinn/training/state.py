@@ -28,7 +28,7 @@ from pinn.training.budgets import check_budget_changes, without_budgets
 from pinn.training.distributed import World
 from pinn.training.phases import Phase
 from pinn.training.settings import TrainSettings, shaping
-from pinn.training.weighting import LossWeights
+from pinn.training.strategies.weighting import LossWeights
 
 
 @dataclass

@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from pinn import Box, ConfigError, Dirichlet, Problem
+from pinn.evaluation.validation import Validator
 from pinn.geometry import Batch
 from pinn.problem.loss import loss_terms
-from pinn.run.validation import Validator
 
 
 class Line(Problem):

@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-import pinn.training.checkpointing
+import pinn.training.checkpoints
 from pinn import MLP, Box, ConfigError, PointSampler, Problem, SpaceTime, TrainSettings, fit
 from pinn.derivatives.engines import Engine
 from pinn.geometry import Batch
@@ -22,7 +22,7 @@ from pinn.problem.causal import (
 )
 from pinn.problem.loss import loss_terms, residuals
 from pinn.problems.heat import Heat
-from pinn.training.residual_rows import ResidualRows, parameters
+from pinn.training.rows.residual_rows import ResidualRows, parameters
 from pinn.training.settings import shaping
 
 # ---- the formula, by hand ----------------------------------------------------------------------
@@ -185,7 +185,7 @@ def causal_run():
         written.append(buffer.getvalue())
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(pinn.training.checkpointing, "save_checkpoint", keep)
+        patch.setattr(pinn.training.checkpoints, "save_checkpoint", keep)
         problem, model, points = heat_parts()
         result = fit(problem, model, CAUSAL, points, checkpoint_path="unused.pt")
     return model, result, written

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from pinn import Box, ConfigError, Problem, SpaceTime, on_grid
-from pinn.run.validation import Validator
+from pinn.evaluation.validation import Validator
 
 
 def heat(x: np.ndarray, t: np.ndarray) -> np.ndarray:

@@ -14,7 +14,7 @@ import pytest
 import torch
 from torch import nn
 
-import pinn.training.checkpointing
+import pinn.training.checkpoints
 from pinn import (
     MLP,
     Batch,
@@ -309,7 +309,7 @@ def test_an_unknown_named_like_a_loss_term_is_refused():
 
 def keep_checkpoints(monkeypatch, write: bool) -> list[dict]:
     """Every state the trainer checkpoints, copied as it is written (then maybe written)."""
-    written, save = [], pinn.training.checkpointing.save_checkpoint
+    written, save = [], pinn.training.checkpoints.save_checkpoint
 
     def keep(path, state):
         buffer = io.BytesIO()
@@ -318,7 +318,7 @@ def keep_checkpoints(monkeypatch, write: bool) -> list[dict]:
         if write:
             save(path, state)
 
-    monkeypatch.setattr(pinn.training.checkpointing, "save_checkpoint", keep)
+    monkeypatch.setattr(pinn.training.checkpoints, "save_checkpoint", keep)
     return written
 
 

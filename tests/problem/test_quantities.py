@@ -12,6 +12,7 @@ from torch import nn
 
 from pinn import Box, ConfigError, Dirichlet, Disk, Problem, compose_config, train
 from pinn.errors import PinnError
+from pinn.outputs.writers import json_safe
 from pinn.problem.quantities import (
     QuantityTools,
     error_kind,
@@ -19,7 +20,6 @@ from pinn.problem.quantities import (
     quantity_errors,
     ring_quadrature,
 )
-from pinn.run.outputs import json_safe
 
 
 class Known(nn.Module):

@@ -24,7 +24,7 @@ from pinn import (
     evaluation_points,
     fit,
 )
-from pinn.run.plots import solution_figure
+from pinn.plots.solution import solution_figure
 
 DOMAINS = {
     "annulus": (

@@ -163,7 +163,7 @@ def test_adaptive_weights_and_refinement_reach_the_run(tmp_path):
 
 def test_the_loss_plot_draws_loss_terms_only():
     """Weights and unknowns share the history with the terms, but are not losses."""
-    from pinn.run.plots import loss_columns
+    from pinn.plots.solution import loss_columns
 
     row = {"step": 0, "phase": "adam", "loss": 2.0, "lr": 1e-3, "pde": 1.0, "data": 0.5}
     row |= {"kappa": 0.7, "weight_pde": 1.0, "weight_data": 2.0, "rel_l2": 0.1, "time_s": 1.0}
@@ -171,8 +171,8 @@ def test_the_loss_plot_draws_loss_terms_only():
 
 
 def test_a_problem_without_a_solution_still_leaves_its_prediction(tmp_path):
-    from pinn.run.outputs import write_prediction
-    from pinn.run.validation import evaluation_points
+    from pinn.evaluation.validation import evaluation_points
+    from pinn.outputs.writers import write_prediction
 
     class Unsolved(Poisson):
         exact = Problem.exact  # no exact solution

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from pinn import CheckpointError, ConfigError, compose_config, load_checkpoint, load_run, train
-from pinn.training.checkpoint import save_checkpoint
+from pinn.training.checkpoints import save_checkpoint
 
 SMALL = [
     "trainer.adam.steps=5",

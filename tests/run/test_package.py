@@ -69,7 +69,11 @@ def test_the_wheel_holds_every_subpackage_problem_and_config(wheel):
     names = set(wheel.namelist())
     packages = {p.parent.relative_to(REPO).as_posix() for p in (REPO / "pinn").rglob("__init__.py")}
     assert {f"{package}/__init__.py" for package in packages} <= names
-    assert {"pinn/geometry/box.py", "pinn/run/configs.py", "pinn/problem/importing.py"} <= names
+    assert {
+        "pinn/geometry/box.py",
+        "pinn/config/locations.py",
+        "pinn/problem/importing.py",
+    } <= names
     problems = {f"pinn/problems/{p.name}" for p in (REPO / "problems").glob("*.py")}
     configs = {
         f"pinn/conf/{p.relative_to(REPO / 'conf').as_posix()}"

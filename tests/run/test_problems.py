@@ -6,9 +6,9 @@ import torch
 from test_experiment import PROBLEMS
 
 from pinn import compose_config, load_problem
+from pinn.evaluation.validation import as_columns
 from pinn.geometry import Batch
 from pinn.problem.loss import loss_terms
-from pinn.run.validation import as_columns
 
 
 def problem_named(name: str):

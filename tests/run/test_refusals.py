@@ -16,10 +16,10 @@ from test_cli import FAST, REACTION_MODULE, write_problem
 from test_experiment import PROBLEMS
 
 from pinn import CheckpointError, ConfigError, compose_config, load_problem, train
-from pinn.run.config_docs import key_docs
-from pinn.run.schema import ConfigSchema, check_config, unknown_key
+from pinn.config.docs import key_docs
+from pinn.config.schema import ConfigSchema, check_config, unknown_key
 from pinn.run.train import CONF_DIR
-from pinn.training.checkpoint import load_checkpoint
+from pinn.training.checkpoints import load_checkpoint
 
 
 def refused(result) -> str:

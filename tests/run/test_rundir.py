@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-import pinn.training.checkpointing
+import pinn.training.checkpoints
 import pinn.training.loop
 from pinn import compose_config, load_checkpoint, train
 from pinn.errors import ConfigError, OutputError, RunDirectoryError
@@ -175,13 +175,13 @@ def test_config_yaml_is_written_with_the_first_checkpoint_only(tmp_path, monkeyp
     monkeypatch.undo()
 
     written = []
-    original = pinn.training.checkpointing.save_checkpoint
+    original = pinn.training.checkpoints.save_checkpoint
 
     def save(path, state):
         written.append((path.parent / "config.yaml").exists())
         original(path, state)
 
-    monkeypatch.setattr(pinn.training.checkpointing, "save_checkpoint", save)
+    monkeypatch.setattr(pinn.training.checkpoints, "save_checkpoint", save)
     train(compose_config(FAST), tmp_path / "run")
     assert written[0] is False and all(written[1:])  # it came with the first checkpoint
     saved = load_checkpoint(tmp_path / "run" / "checkpoint.pt")

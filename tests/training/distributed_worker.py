@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-import pinn.training.checkpointing
+import pinn.training.checkpoints
 from pinn import MLP, LossWeights, PointSampler, Refinement, TrainSettings, fit, loss_terms
 from pinn.derivatives.engines import Engine
 from pinn.problems.inverse_poisson import InversePoisson
@@ -67,7 +67,7 @@ def outcome(problem, model, result) -> dict:
 
 def train(world: World, out: Path) -> None:
     kept = []
-    original = pinn.training.checkpointing.save_checkpoint
+    original = pinn.training.checkpoints.save_checkpoint
 
     def keep(path, state):  # rank 0 writes; keep each state it writes
         original(path, state)
@@ -75,11 +75,11 @@ def train(world: World, out: Path) -> None:
         shutil.copy(path, copy)
         kept.append((copy, state["training"]["phase"]))
 
-    pinn.training.checkpointing.save_checkpoint = keep
+    pinn.training.checkpoints.save_checkpoint = keep
     problem, model, points = parts(world)
     result = fit(problem, model, SETTINGS, points, WEIGHTS, checkpoint_path=out / "run.pt")
     torch.save(outcome(problem, model, result), out / f"rank{world.rank}.pt")
-    pinn.training.checkpointing.save_checkpoint = original
+    pinn.training.checkpoints.save_checkpoint = original
 
     # Every process resumes from the checkpoints rank 0 kept (their names travel to all).
     kept = world.gather(kept)[0]

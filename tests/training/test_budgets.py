@@ -54,7 +54,7 @@ def written_while(train_it) -> list[dict]:
         written.append(torch.load(io.BytesIO(buffer.getvalue()), weights_only=True))
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("pinn.training.checkpointing.save_checkpoint", keep)
+        patch.setattr("pinn.training.checkpoints.save_checkpoint", keep)
         train_it()
     return written
 

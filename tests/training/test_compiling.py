@@ -17,7 +17,7 @@ from pinn.problem.loss import loss_terms
 from pinn.problems.poisson import Poisson
 from pinn.run.train import build_model, compose_config, load_problem
 from pinn.training.compiling import CompiledLoss, check_compile, compile_decision
-from pinn.training.weighting import LossWeights
+from pinn.training.strategies.weighting import LossWeights
 
 # torch.compile's CPU code is C++: without a compiler these tests have nothing to compile with.
 needs_compiler = pytest.mark.skipif(

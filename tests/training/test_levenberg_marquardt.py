@@ -15,9 +15,9 @@ from pinn.geometry import PointSampler
 from pinn.nn import MLP, HardConstraint
 from pinn.problems.poisson import Poisson
 from pinn.training.distributed import World
-from pinn.training.jacobian_products import MatrixFreeJacobian
-from pinn.training.levenberg_marquardt import STALLED, LevenbergMarquardt, plateau_reason
-from pinn.training.residual_rows import ResidualRows
+from pinn.training.optim.jacobian_products import MatrixFreeJacobian
+from pinn.training.optim.levenberg_marquardt import STALLED, LevenbergMarquardt, plateau_reason
+from pinn.training.rows.residual_rows import ResidualRows
 
 
 def linear(matrix, target, x):

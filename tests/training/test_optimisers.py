@@ -12,7 +12,7 @@ from pinn.derivatives.engines import Engine
 from pinn.geometry import PointSampler
 from pinn.nn.mlp import MLP
 from pinn.problems.poisson import Poisson
-from pinn.training.lbfgs import LBFGS, STALLED, TOLERANCE, plateau_reason
+from pinn.training.optim.lbfgs import LBFGS, STALLED, TOLERANCE, plateau_reason
 from pinn.training.recording import Recorder
 
 

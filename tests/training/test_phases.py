@@ -10,7 +10,7 @@ from test_callbacks import Calls
 from test_resume import WEIGHTS, flat, same_rows, tiny_parts
 
 from pinn import ConfigError, LaplacianEstimator, TrainSettings, fit
-from pinn.run.loss_plot import phase_switches
+from pinn.plots.loss import phase_switches
 from pinn.training.phases import PHASES, AdamPhase, LBFGSPhase, phase_class
 from pinn.training.phases.base import Phase
 

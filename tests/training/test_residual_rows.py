@@ -19,7 +19,7 @@ from pinn.problem.loss import residuals
 from pinn.problems.inverse_poisson import InversePoisson
 from pinn.problems.kovasznay import Kovasznay
 from pinn.problems.poisson import Poisson
-from pinn.training.residual_rows import ResidualRows, parameters
+from pinn.training.rows.residual_rows import ResidualRows, parameters
 
 
 class PeriodicHeat(Problem):

@@ -20,7 +20,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-import pinn.training.checkpointing
+import pinn.training.checkpoints
 from pinn import (
     MLP,
     CheckpointError,
@@ -112,7 +112,7 @@ def every_checkpoint(monkeypatch, written_checkpoints):
     """Run `tiny_fit(SETTINGS)`; returns (model, result, [each checkpoint it wrote, as bytes])."""
     written = written_checkpoints
     model, result = tiny_fit(SETTINGS, checkpoint_path="unused.pt")
-    monkeypatch.setattr(pinn.training.checkpointing, "save_checkpoint", lambda path, state: None)
+    monkeypatch.setattr(pinn.training.checkpoints, "save_checkpoint", lambda path, state: None)
     return model, result, written
 
 

@@ -19,8 +19,8 @@ from pinn import (
     fit,
     load_checkpoint,
 )
+from pinn.plots.loss import loss_columns
 from pinn.problems.poisson import Poisson
-from pinn.run.loss_plot import loss_columns
 
 
 def small_run(problem=None, seed=0, dtype=torch.float64, weights=None, **settings):

@@ -11,7 +11,7 @@ from torch.func import grad
 
 from pinn.errors import ConfigError
 from pinn.problem.loss import weighted_sum
-from pinn.training.weighting import LossWeights, is_residual
+from pinn.training.strategies.weighting import LossWeights, is_residual
 
 DTYPE = torch.float64
 FIXED = {"pde_v": 2.0, "dirichlet": 3.0}  # pde_u and data count once

@@ -8,7 +8,7 @@ Each is a `Phase` (pinn.training.phases.base) in its own module, with its settin
 ([adam, lbfgs, adam]); each time it runs its whole budget with the same settings block.
 
 Adding an optimiser (gauss_newton.py is the example: the algorithm lives in
-pinn/training/levenberg_marquardt.py, the phase only runs it):
+pinn/training/optim/levenberg_marquardt.py, the phase only runs it):
 
 1. pinn/training/phases/<name>.py: a settings dataclass with `steps` and its own keys,
    checked in `__post_init__`, and a `Phase` subclass with `name`, `title`, `settings_type`,

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from pinn.errors import require_int, require_positive
+from pinn.training.optim.schedules import adam_schedule, check_schedule
 from pinn.training.phases.base import Phase
-from pinn.training.schedules import adam_schedule, check_schedule
 
 if TYPE_CHECKING:
     from pinn.training.phases.parts import Parts
@@ -25,7 +25,8 @@ class AdamSettings:
         steps: Adam steps (>= 0).
         lr: the initial learning rate (> 0).
         lr_decay: the learning rate falls to lr * lr_decay by the last Adam step.
-        schedule: how it falls, "exponential", "cosine" or "constant" (`pinn.training.schedules`).
+        schedule: how it falls, "exponential", "cosine" or "constant"
+            (`pinn.training.optim.schedules`).
         resample_every: steps between redraws of the points; 0 draws them once.
     """
 

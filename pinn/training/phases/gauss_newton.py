@@ -1,6 +1,6 @@
-"""The Gauss-Newton phase: Levenberg-Marquardt (`pinn.training.levenberg_marquardt`) on the
+"""The Gauss-Newton phase: Levenberg-Marquardt (`pinn.training.optim.levenberg_marquardt`) on the
 last points drawn (or redrawn every `resample_every` iterations), the loss written as a sum of
-squares of residual rows (`pinn.training.residual_rows`), a history row per iteration,
+squares of residual rows (`pinn.training.rows.residual_rows`), a history row per iteration,
 stopping early when no damping lowers the loss or on a plateau."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import torch
 
 from pinn.errors import ConfigError, require_int, require_positive
 from pinn.problem.columns import GAUSS_NEWTON_PREFIX
-from pinn.training.levenberg_marquardt import SOLVERS, LevenbergMarquardt
+from pinn.training.optim.levenberg_marquardt import SOLVERS, LevenbergMarquardt
 from pinn.training.phases.base import Phase
-from pinn.training.residual_rows import ResidualRows
+from pinn.training.rows.residual_rows import ResidualRows
 
 if TYPE_CHECKING:
     from pinn.training.phases.parts import Parts

@@ -1,4 +1,4 @@
-"""The L-BFGS phase: pinn's L-BFGS (`pinn.training.lbfgs`, strong Wolfe line search) on the
+"""The L-BFGS phase: pinn's L-BFGS (`pinn.training.optim.lbfgs`, strong Wolfe line search) on the
 last points drawn (or redrawn every `resample_every` iterations), a history row per iteration,
 stopping early on a stall, a failed line search or the tolerance."""
 
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from pinn.errors import ConfigError, require_int
-from pinn.training.lbfgs import LBFGS
+from pinn.training.optim.lbfgs import LBFGS
 from pinn.training.phases.base import Phase
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 from pinn.training.callbacks import CallbackList
-from pinn.training.checkpointing import Checkpoints
+from pinn.training.checkpoints import Checkpoints
 from pinn.training.divergence import DivergenceWatch
 from pinn.training.interrupts import Interrupts
 from pinn.training.recording import Recorder
