@@ -1,6 +1,9 @@
 """pinn: physics-informed neural networks on PyTorch.
 
-The public surface, flat: everything a problem module, a notebook or the CLI uses.
+The public surface, flat: what a problem module, a notebook or a script calls. Each name comes
+from its layer's own face (`pinn.geometry`, `pinn.derivatives`, `pinn.nn`, `pinn.problem`,
+`pinn.evaluation`, `pinn.training`, `pinn.plots`, `pinn.outputs`, `pinn.run`), where the
+parts behind it live too.
 """
 
 import importlib
@@ -16,17 +19,9 @@ from pinn.derivatives import (
     register_elementwise,
     register_taylor_rule,
 )
-from pinn.derivatives.engines import ENGINES, Engine
 from pinn.derivatives.field import Field
 from pinn.derivatives.stochastic import LaplacianEstimator, stochastic_laplacian
-from pinn.derivatives.taylor import (
-    TaylorModeUnsupported,
-    taylor_forward,
-    taylor_hessian,
-    taylor_hessian_diag,
-    taylor_laplacian,
-    taylor_supported,
-)
+from pinn.derivatives.taylor import taylor_supported
 from pinn.errors import (
     CheckpointError,
     ConfigError,
@@ -37,14 +32,9 @@ from pinn.errors import (
     TrainingDiverged,
     TrainingInterrupted,
 )
-from pinn.evaluation.fresh_loss import fresh_loss
-from pinn.evaluation.validation import Validator, evaluation_points
+from pinn.evaluation import Validator, evaluation_points, fresh_loss
 from pinn.geometry import (
-    REFINEMENTS,
-    SAMPLING_METHODS,
     Ball,
-    Batch,
-    BoundaryPoints,
     Box,
     Difference,
     Disk,
@@ -55,7 +45,6 @@ from pinn.geometry import (
     Refinement,
     SpaceTime,
     Union,
-    residual_magnitude,
 )
 from pinn.nn import (
     MLP,
@@ -65,9 +54,10 @@ from pinn.nn import (
     ModifiedMLP,
     PeriodicEmbedding,
     PirateNet,
-    ResidualMLP,
+    register_network,
 )
 from pinn.problem import (
+    BoundaryResidual,
     CausalSettings,
     Condition,
     Dirichlet,
@@ -76,140 +66,127 @@ from pinn.problem import (
     Observations,
     Periodic,
     Problem,
-    QuantityTools,
     Robin,
-    Unknowns,
     load_problem,
-    loss_terms,
     on_grid,
     ring_quadrature,
-    weighted_sum,
 )
 from pinn.training import (
-    WEIGHTINGS,
     AdamSettings,
     Callback,
     FitResult,
     GaussNewtonSettings,
     LBFGSSettings,
-    LossWeights,
     TrainSettings,
     fit,
     load_checkpoint,
     save_checkpoint,
 )
 
+# The run layer (Hydra), the plots (matplotlib) and the TensorBoard logger, imported on first
+# use: a script or notebook that only trains does not wait for them.
+_ON_FIRST_USE = {
+    "compose_config": "pinn.run.train",
+    "train": "pinn.run.train",
+    "load_run": "pinn.run.load",
+    "plot_loss": "pinn.plots",
+    "plot_solution": "pinn.plots",
+    "solution_figure": "pinn.plots",
+    "TensorBoardLogger": "pinn.outputs.tensorboard",
+}
+# Subpackages that `pinn.<name>` reaches after a plain `import pinn`.
+_SUBPACKAGES = ("config", "outputs", "plots", "run")
+
 __all__ = [
     "__version__",
+    # problems: the class a PDE module subclasses, its conditions and data
+    "Problem",
+    "Condition",
+    "Dirichlet",
+    "Neumann",
+    "Robin",
+    "Periodic",
+    "Initial",
+    "BoundaryResidual",
+    "Observations",
+    "load_problem",
+    "on_grid",
+    "ring_quadrature",
+    # domains and their points
+    "Domain",
+    "Box",
+    "Disk",
+    "Ball",
+    "Polygon",
+    "SpaceTime",
+    "Union",
+    "Intersection",
+    "Difference",
+    "PointSampler",
+    "Refinement",
+    # derivatives
+    "Field",
+    "gradient",
+    "hessian_diag",
+    "laplacian",
+    "hessian",
+    "derivative",
+    "stochastic_laplacian",
+    "LaplacianEstimator",
     "register_elementwise",
     "register_taylor_rule",
-    "Union",
-    "SpaceTime",
-    "SAMPLING_METHODS",
-    "Polygon",
-    "QuantityTools",
-    "ring_quadrature",
-    "Intersection",
-    "Domain",
-    "Disk",
-    "Difference",
-    "Ball",
-    "ENGINES",
+    "taylor_supported",
+    "check_pointwise",
+    # networks
     "MLP",
     "ModifiedMLP",
     "PirateNet",
-    "ResidualMLP",
-    "FactorizedLinear",
-    "PeriodicEmbedding",
-    "Engine",
-    "FourierFeatures",
     "HardConstraint",
-    "LossWeights",
-    "REFINEMENTS",
-    "Refinement",
-    "WEIGHTINGS",
-    "TaylorModeUnsupported",
-    "TensorBoardLogger",
-    "Batch",
-    "BoundaryPoints",
-    "Box",
-    "Callback",
-    "CheckpointError",
-    "Condition",
-    "ConfigError",
-    "Dirichlet",
-    "Field",
+    "FourierFeatures",
+    "PeriodicEmbedding",
+    "FactorizedLinear",
+    "register_network",
+    # training
+    "fit",
     "FitResult",
-    "Initial",
-    "Neumann",
-    "NotPointwiseError",
-    "Observations",
-    "OutputError",
-    "Periodic",
-    "PinnError",
-    "PointSampler",
-    "Problem",
-    "Robin",
-    "RunDirectoryError",
     "TrainSettings",
     "AdamSettings",
     "LBFGSSettings",
     "GaussNewtonSettings",
     "CausalSettings",
+    "Callback",
+    "load_checkpoint",
+    "save_checkpoint",
+    # evaluation, runs, figures
+    "Validator",
+    "evaluation_points",
+    "fresh_loss",
+    "train",
+    "compose_config",
+    "load_run",
+    "plot_solution",
+    "plot_loss",
+    "solution_figure",
+    "TensorBoardLogger",
+    # errors
+    "PinnError",
+    "ConfigError",
+    "CheckpointError",
+    "OutputError",
+    "RunDirectoryError",
+    "NotPointwiseError",
     "TrainingDiverged",
     "TrainingInterrupted",
-    "Unknowns",
-    "Validator",
-    "check_pointwise",
-    "compose_config",
-    "derivative",
-    "evaluation_points",
-    "fit",
-    "fresh_loss",
-    "gradient",
-    "hessian",
-    "hessian_diag",
-    "laplacian",
-    "load_checkpoint",
-    "load_problem",
-    "load_run",
-    "loss_terms",
-    "on_grid",
-    "plot_loss",
-    "plot_solution",
-    "solution_figure",
-    "residual_magnitude",
-    "save_checkpoint",
-    "stochastic_laplacian",
-    "LaplacianEstimator",
-    "taylor_forward",
-    "taylor_hessian",
-    "taylor_hessian_diag",
-    "taylor_laplacian",
-    "taylor_supported",
-    "train",
-    "weighted_sum",
 ]
-
-# The run layer (Hydra) and the plots (matplotlib), imported on first use: a script or notebook
-# that only trains does not wait for them.
-_ON_FIRST_USE = {
-    "compose_config": "pinn.run.train",
-    "train": "pinn.run.train",
-    "load_run": "pinn.run.load",
-    "plot_loss": "pinn.plots.solution",
-    "plot_solution": "pinn.plots.solution",
-    "solution_figure": "pinn.plots.solution",
-    "TensorBoardLogger": "pinn.outputs.tensorboard",
-}
 
 
 def __getattr__(name: str):
     if name in _ON_FIRST_USE:
         return getattr(importlib.import_module(_ON_FIRST_USE[name]), name)
-    if name in (
-        "experiment",
-        "plots",
-    ):  # `pinn.plots.solution.solution_figure(...)` after `import pinn`
+    if name in _SUBPACKAGES:
         return importlib.import_module(f"pinn.{name}")
     raise AttributeError(f"module 'pinn' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_ON_FIRST_USE) | set(_SUBPACKAGES))

@@ -139,7 +139,15 @@ class Field:
         return self._first_derivative(k, i)
 
     def d2(self, var: str | int, var2: str | int | None = None, out: str | int | None = None):
-        """(N,) second derivative d²u/d var d var2 (var2 defaults to var: the diagonal term)."""
+        """(N,) second derivative d²u/d var d var2 (var2 defaults to var: the diagonal term).
+        The output is named by keyword, `out=`: a second positional name is a coordinate."""
+        if var2 in self.output_names and var2 not in self.input_names:
+            raise ConfigError(
+                f"u.d2({var!r}, {var2!r}): {var2!r} is an output, not a coordinate; the second "
+                f"derivative of {var2!r} is u.d2({var!r}, out={var2!r}) (a second positional name "
+                f"is the mixed derivative's other coordinate: u.d2({var!r}, "
+                f"{self.input_names[-1]!r}, out={var2!r}))"
+            )
         k, i = self._output(out), self._input(var)
         j = i if var2 is None else self._input(var2)
         if i == j:
@@ -286,7 +294,8 @@ class Field:
                 raise ConfigError(
                     f"this field has {len(self.output_names)} outputs {list(self.output_names)}; "
                     f"name the one you want: u({first!r}), u.d('x', {first!r}), "
-                    f"u.laplacian({first!r}) in a residual, out={first!r} in a condition "
+                    f"u.d2('x', out={first!r}), u.laplacian({first!r}) in a residual, "
+                    f"out={first!r} in a condition "
                     f"(Dirichlet(on=..., value=..., out={first!r}))"
                 )
             return 0

@@ -1,6 +1,7 @@
 """Networks: pointwise models (N, d) -> (N, m), their input embeddings and hard constraints.
 
-    MLP, ModifiedMLP, PirateNet, ResidualMLP  the networks (mlp, modified_mlp, pirate, ...)
+    MLP, ModifiedMLP, PirateNet               the networks (mlp, modified_mlp, pirate)
+    NETWORKS, register_network                model.name's choices, by name (registry)
     FourierFeatures, PeriodicEmbedding        input embeddings (embeddings)
     FactorizedLinear                          random weight factorisation of a dense layer
     HardConstraint                            u = g + B N: a Dirichlet condition held exactly
@@ -15,18 +16,19 @@ from pinn.nn.factorized import FactorizedLinear
 from pinn.nn.mlp import ACTIVATIONS, MLP
 from pinn.nn.modified_mlp import ModifiedMLP
 from pinn.nn.pirate import PirateNet
-from pinn.nn.residual_mlp import ResidualMLP
+from pinn.nn.registry import NETWORKS, register_network
 from pinn.nn.time_windows import TimeWindows
 
 __all__ = [
     "ACTIVATIONS",
     "MLP",
+    "NETWORKS",
     "FactorizedLinear",
     "FourierFeatures",
     "HardConstraint",
     "ModifiedMLP",
     "PeriodicEmbedding",
     "PirateNet",
-    "ResidualMLP",
     "TimeWindows",
+    "register_network",
 ]

@@ -4,7 +4,7 @@
     tensorboard --logdir outputs/
 
 From Python, the same callback: `fit(..., callbacks=[pinn.TensorBoardLogger("runs/a/tb")])`.
-It needs the optional `tensorboard` package (`pip install "pinn[tensorboard]"`).
+It needs the optional `tensorboard` package (`pip install "pinn-torch[tensorboard]"`).
 """
 
 from __future__ import annotations
@@ -121,6 +121,6 @@ def _summary_writer_class() -> type:
     except ImportError as error:
         raise ConfigError(
             f"logger=tensorboard needs the tensorboard package ({error}): "
-            'pip install "pinn[tensorboard]", or set logger=null'
+            'pip install "pinn-torch[tensorboard]", or set logger=null'
         ) from error
     return SummaryWriter

@@ -2,7 +2,8 @@
 
     Problem, load_problem             the base class of a PDE module (problem)
     Dirichlet, Neumann, Robin,        boundary and initial conditions, one loss term each
-      Periodic, Initial, Condition      (conditions)
+      Periodic, Initial,                (conditions)
+      BoundaryResidual, Condition
     Observations                      measured values of u (observations)
     Unknowns                          an inverse problem's coefficients (unknowns)
     QuantityTools                     what Problem.quantities(q) gets (quantities)
@@ -15,7 +16,15 @@ This layer knows geometry and derivatives; training and the run layer build on i
 """
 
 from pinn.problem.causal import CausalSettings, CausalWeighting
-from pinn.problem.conditions import Condition, Dirichlet, Initial, Neumann, Periodic, Robin
+from pinn.problem.conditions import (
+    BoundaryResidual,
+    Condition,
+    Dirichlet,
+    Initial,
+    Neumann,
+    Periodic,
+    Robin,
+)
 from pinn.problem.grids import on_grid
 from pinn.problem.loss import loss_terms, weighted_sum
 from pinn.problem.observations import Observations
@@ -24,6 +33,7 @@ from pinn.problem.quantities import QuantityTools, ring_quadrature
 from pinn.problem.unknowns import Unknowns
 
 __all__ = [
+    "BoundaryResidual",
     "CausalSettings",
     "CausalWeighting",
     "Condition",

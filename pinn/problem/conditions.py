@@ -6,6 +6,7 @@
     Periodic(on=("x_min", "x_max"))                   u(p) = u(p') at matching points
     Initial(value=u0, time="t"), Initial(rate=v0)     u = u0, du/dt = v0 on the face t_min
     Observations(points, values)                      u = values at points (observations)
+    BoundaryResidual(f, on="hole")                    f(points, u, normals) = 0: any residual
 
 `on` is "boundary" (all of it), a part name (a box's face "x_min", a disk's "circle", a polygon's
 "edge2", or the name given to a shape), a list of them, or a predicate: a function of the (N, d)
@@ -167,6 +168,63 @@ class Robin(_OnFacesWithNormals):
         flux = normal_derivative(u, boundary.normals, self.out)[mask]
         a, b, value = (self._evaluate(v, boundary, mask) for v in (self.a, self.b, self.value))
         return a * u(self.out)[mask] + b * flux - value
+
+
+class BoundaryResidual(_OnFaces):
+    """Any residual on the boundary points that `on` selects: one loss term, `name`, the mean
+    square of `residual(x, u, normals)` there.
+
+    For a condition none of the others write, such as a traction sigma . n = 0 on a hole
+    (mixed derivatives of several outputs) or a flux that depends on u:
+
+        def traction_x(x, u, n):  # (n, d) points, the field, (n, d) outward unit normals
+            sxx = u.d("x", "u") + nu * u.d("y", "v")
+            sxy = 0.5 * (1 - nu) * (u.d("y", "u") + u.d("x", "v"))
+            return sxx * n[:, 0] + sxy * n[:, 1]
+
+        BoundaryResidual(traction_x, on="hole", name="traction_x")
+
+    Args:
+        residual: a function of the (N, d) boundary points, the field `u` there (`pinn.Field`:
+            u(), u.d, u.d2, u.grad, u.laplacian ..., each output by name) and their (N, d)
+            outward unit normals, returning the (N,) residual, zero where the condition holds.
+            It sees every boundary point of the batch; the term keeps those `on` selects.
+            A condition of several components (both of a traction's) is one
+            BoundaryResidual each.
+        on: where it holds, as for `Dirichlet`: "boundary", a part name, a list of them, or a
+            predicate of the points.
+        name: its loss term (weighted by `problem.weights.<name>`).
+    """
+
+    def __init__(
+        self,
+        residual: Callable[[torch.Tensor, Field, torch.Tensor], torch.Tensor],
+        on: Where = "boundary",
+        name: str = "boundary_residual",
+    ):
+        if not callable(residual):
+            raise ConfigError(
+                f"condition {name!r}: residual must be a function of (points, u, normals), "
+                f"got {residual!r}"
+            )
+        super().__init__(on, None, name)
+        self.function = residual
+
+    def residual(
+        self, u: Field, boundary: BoundaryPoints, field_at: FieldAt | None = None
+    ) -> torch.Tensor:
+        """(n,) the user's residual at the selected points."""
+        mask = self._mask(boundary)
+        values = self.function(boundary.points, u, boundary.normals)
+        n = boundary.points.shape[0]
+        if validating() and not (isinstance(values, torch.Tensor) and values.shape == (n,)):
+            is_tensor = isinstance(values, torch.Tensor)
+            got = tuple(values.shape) if is_tensor else type(values).__name__
+            raise ConfigError(
+                f"condition {self.name!r}: its residual must return a tensor of shape ({n},) for "
+                f"({n}, d) boundary points, got {got}"
+            )
+        return values[mask]
 
 
 class Initial(Condition):

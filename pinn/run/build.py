@@ -14,23 +14,14 @@ from pinn.config.locations import CONF_DIR
 from pinn.derivatives.stochastic import LaplacianEstimator
 from pinn.errors import ConfigError, is_finite_number, require_int
 from pinn.nn.constraints import HardConstraint, constrain, periodic_mismatch
-from pinn.nn.mlp import MLP, input_box
-from pinn.nn.modified_mlp import ModifiedMLP
-from pinn.nn.pirate import PirateNet
+from pinn.nn.mlp import input_box
+from pinn.nn.registry import NETWORKS
 from pinn.problem.importing import check_params, import_module_of
 from pinn.problem.problem import Problem
 
 log = logging.getLogger(__name__)
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
-
-
-# model.name: the networks pinn ships. Any other name with a dot is a class's import path.
-NETWORKS: dict[str, type[torch.nn.Module]] = {
-    "mlp": MLP,
-    "modified_mlp": ModifiedMLP,
-    "pirate": PirateNet,
-}
 
 
 def build_model(problem: Problem, model_cfg: DictConfig, seed: int) -> torch.nn.Module:

@@ -21,7 +21,7 @@ from pinn.errors import CheckpointError, ConfigError
 from pinn.evaluation.validation import predict
 from pinn.problem.problem import Problem, load_problem
 from pinn.run.build import build_model, device_of, dtype_of
-from pinn.training.checkpoints import CHECKPOINT_NAME, load_checkpoint
+from pinn.training.checkpoints import CHECKPOINT_NAME, check_run_entries, load_checkpoint
 from pinn.training.strategies.time_marching import WindowSettings, trained_windows
 
 METRICS_NAME = "metrics.json"
@@ -112,6 +112,7 @@ def _finished_state(run_dir: Path) -> dict[str, Any]:
     training = state.get("training")
     if not isinstance(training, Mapping):
         raise CheckpointError(f"load_run: {path} holds no run (written by fit() alone?)")
+    check_run_entries(state, f"load_run: {path}")
     if training.get("phase") != "done":
         raise CheckpointError(
             f"load_run: the run in {run_dir} has not finished (its checkpoint is at step "

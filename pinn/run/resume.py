@@ -21,7 +21,7 @@ from omegaconf.errors import OmegaConfBaseException
 from pinn.config.locations import CONF_DIR
 from pinn.errors import CheckpointError, ConfigError
 from pinn.training.budgets import check_budget_changes
-from pinn.training.checkpoints import CHECKPOINT_NAME, load_checkpoint
+from pinn.training.checkpoints import CHECKPOINT_NAME, check_run_entries, load_checkpoint
 from pinn.training.phases import PHASES
 from pinn.training.settings import FREE_SETTINGS, TrainSettings
 
@@ -81,6 +81,7 @@ def load_resume(cfg: DictConfig) -> dict[str, Any] | None:
             f"resume={cfg.resume}: {path} holds no run to continue (written by an older pinn, "
             "or by fit() without a config); start a new run instead"
         )
+    check_run_entries(state, f"resume={cfg.resume}: {path}")
     current = OmegaConf.to_container(cfg, resolve=True)
     check_same_run(state["config"], current, path)
     if not _marching(current):  # a changed budget: checked against where the run is

@@ -86,6 +86,27 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
     return state
 
 
+# What a run's checkpoint holds (`RunState.checkpoint`), and inside its "training" entry. Entries
+# added to it later (unknowns, weights, processes) are optional: older checkpoints lack them.
+RUN_ENTRIES = ("model", "step", "loss", "history", "training")
+TRAINING_ENTRIES = ("phase", "phases", "phase_index", "phase_start", "settings", "time_s")
+
+
+def check_run_entries(state: Mapping[str, Any], where: str) -> None:
+    """Refuse, in one line naming them, a run's checkpoint `state` that lacks entries a run
+    reads back (a file cut or edited by hand); `where` names it in the message."""
+    missing = [entry for entry in RUN_ENTRIES if entry not in state]
+    training = state.get("training")
+    if isinstance(training, Mapping):
+        missing += [f"training.{entry}" for entry in TRAINING_ENTRIES if entry not in training]
+    if missing:
+        raise CheckpointError(
+            f"{where} lacks {', '.join(missing)}: it is not a whole checkpoint of a pinn run "
+            "(edited, or written by another program); resume from another checkpoint or start "
+            "a new run"
+        )
+
+
 def _why(error: Exception) -> str:
     """What torch.load's `error` means for a checkpoint, in pinn's words (torch's own advice,
     to load with weights_only=False, would run whatever code the file holds)."""

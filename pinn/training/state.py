@@ -25,6 +25,7 @@ from pinn.geometry import Batch, PointSampler
 from pinn.problem.causal import CausalWeighting
 from pinn.problem.unknowns import Unknowns
 from pinn.training.budgets import check_budget_changes, without_budgets
+from pinn.training.checkpoints import check_run_entries
 from pinn.training.distributed import World
 from pinn.training.phases import Phase
 from pinn.training.settings import TrainSettings, shaping
@@ -162,6 +163,7 @@ class RunState:
                 "it could resume, or before trainer.phases), so the run cannot be continued "
                 "from it; start a new run"
             )
+        check_run_entries(saved, "the checkpoint")
         if training["phases"] != list(self.settings.phases):
             raise ConfigError(
                 f"the checkpoint was trained with trainer.phases={training['phases']}, this run "

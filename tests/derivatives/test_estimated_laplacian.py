@@ -5,6 +5,7 @@ import io
 
 import pytest
 import torch
+from residual_mlp import ResidualMLP
 
 from pinn import (
     MLP,
@@ -17,7 +18,6 @@ from pinn import (
     train,
 )
 from pinn.derivatives.engines import Engine
-from pinn.nn import ResidualMLP
 from pinn.problems.poisson_highd import PoissonHighD
 
 DIM = 6

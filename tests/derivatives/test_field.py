@@ -246,6 +246,19 @@ def test_a_field_of_several_outputs_asked_without_a_name_says_how_to_name_one(ge
         u.laplacian()
     message = str(refused.value)
     assert "3 outputs ['u', 'v', 'p']" in message and "out='u' in a condition" in message
+    assert "u.d2('x', out='u')" in message  # a second derivative names its output by keyword
+
+
+def test_an_output_passed_to_d2_as_a_coordinate_names_the_out_keyword(generator):
+    u = Field(random_mlp(2, 2, generator), points(4, 2, generator), ("x", "y"), ("u", "v"))
+    with pytest.raises(ConfigError) as refused:
+        u.d2("x", "v")
+    assert str(refused.value) == (
+        "u.d2('x', 'v'): 'v' is an output, not a coordinate; the second derivative of 'v' is "
+        "u.d2('x', out='v') (a second positional name is the mixed derivative's other "
+        "coordinate: u.d2('x', 'y', out='v'))"
+    )
+    torch.testing.assert_close(u.d2("x", out="v"), u.d2("x", "x", "v"))  # the way it says
 
 
 def test_indices_out_of_range_raise_index_error(generator):

@@ -13,10 +13,11 @@ import pytest
 import torch
 from jet_checks import assert_jet_matches
 from jet_checks import torch_func_reference as reference
+from residual_mlp import ResidualMLP
 from torch.func import functional_call, grad, hessian, jacrev, vmap
 
 from pinn.derivatives.taylor import taylor_forward, taylor_laplacian, taylor_supported
-from pinn.nn import ModifiedMLP, PirateNet, ResidualMLP
+from pinn.nn import ModifiedMLP, PirateNet
 from pinn.nn.constraints import HardConstraint
 from pinn.nn.mlp import MLP
 

@@ -4,9 +4,10 @@ fits its training points rather than the PDE between them."""
 import pytest
 import torch
 
-from pinn import MLP, ConfigError, PointSampler, compose_config, fresh_loss, loss_terms, train
+from pinn import MLP, ConfigError, PointSampler, compose_config, fresh_loss, train
 from pinn.derivatives.engines import Engine
 from pinn.evaluation.fresh_loss import FRESH_SEED
+from pinn.problem import loss_terms
 from pinn.problems.poisson import Poisson
 
 

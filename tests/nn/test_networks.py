@@ -13,7 +13,15 @@ from torch.func import hessian, jacrev, vmap
 
 from pinn import compose_config, train
 from pinn.errors import ConfigError
-from pinn.nn import MLP, FactorizedLinear, ModifiedMLP, PeriodicEmbedding, PirateNet
+from pinn.nn import (
+    MLP,
+    FactorizedLinear,
+    ModifiedMLP,
+    PeriodicEmbedding,
+    PirateNet,
+    register_network,
+)
+from pinn.nn import registry as pinn_registry
 from pinn.problem.problem import load_problem
 from pinn.run.build import build_model
 
@@ -207,3 +215,31 @@ def test_a_run_trains_the_chosen_network(name, tmp_path):
     lines = (tmp_path / "history.csv").read_text().splitlines()
     first_loss = float(lines[1].split(",")[2])
     assert metrics["final_loss"] < 0.5 * first_loss
+
+
+class Doubled(MLP):
+    """A network of one's own with every pinn network's options: twice an MLP."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return 2 * super().forward(x)
+
+
+def test_a_registered_network_is_chosen_by_name_with_every_option(monkeypatch):
+    monkeypatch.setitem(pinn_registry.NETWORKS, "doubled", Doubled)  # removed after the test
+    doubled = model_of(["model.name=doubled", "model.width=8", "model.periodic={x: 2.0}"])
+    plain = model_of(["model.name=mlp", "model.width=8", "model.periodic={x: 2.0}"])
+    assert type(doubled.network) is Doubled
+    x = torch.rand(5, 2, generator=torch.Generator().manual_seed(0), dtype=DTYPE)
+    torch.testing.assert_close(doubled.network(x), 2 * plain.network(x))  # the same seed
+
+
+def test_register_network_refuses_a_taken_or_dotted_name_and_a_non_module(monkeypatch):
+    monkeypatch.setattr(pinn_registry, "NETWORKS", dict(pinn_registry.NETWORKS))
+    with pytest.raises(ConfigError, match="'mlp' is taken by MLP"):
+        register_network("mlp", Doubled)
+    with pytest.raises(ConfigError, match="import path"):
+        register_network("my.net", Doubled)
+    with pytest.raises(ConfigError, match="no nn.Module class"):
+        register_network("fn", lambda x: x)
+    register_network("doubled", Doubled)
+    assert pinn_registry.NETWORKS["doubled"] is Doubled

@@ -97,7 +97,7 @@ def test_an_unknown_logger_is_refused_before_any_work(tmp_path):
 
 def test_tensorboard_missing_is_refused_naming_the_extra(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)  # import fails
-    with pytest.raises(ConfigError, match=r'pip install "pinn\[tensorboard\]"'):
+    with pytest.raises(ConfigError, match=r'pip install "pinn-torch\[tensorboard\]"'):
         train(compose_config([*TINY, "logger=tensorboard"]), tmp_path / "run")
     assert not (tmp_path / "run").exists()
 

@@ -9,11 +9,9 @@ from torch import nn
 
 from pinn import (
     MLP,
-    Batch,
     Box,
     ConfigError,
     Dirichlet,
-    Engine,
     Initial,
     Neumann,
     Periodic,
@@ -24,10 +22,11 @@ from pinn import (
     Robin,
     TrainSettings,
     fit,
-    loss_terms,
 )
-from pinn.derivatives.engines import TaylorField
+from pinn.derivatives.engines import Engine, TaylorField
 from pinn.derivatives.field import Field
+from pinn.geometry import Batch
+from pinn.problem import loss_terms
 from pinn.problem.conditions import select
 
 TOL = {"atol": 1e-10, "rtol": 1e-10}

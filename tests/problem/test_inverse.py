@@ -17,11 +17,9 @@ from torch import nn
 import pinn.training.checkpoints
 from pinn import (
     MLP,
-    Batch,
     Box,
     CheckpointError,
     ConfigError,
-    Engine,
     Observations,
     PointSampler,
     Problem,
@@ -29,11 +27,13 @@ from pinn import (
     compose_config,
     fit,
     load_checkpoint,
-    loss_terms,
     save_checkpoint,
     train,
 )
+from pinn.derivatives.engines import Engine
 from pinn.derivatives.field import Field
+from pinn.geometry import Batch
+from pinn.problem import loss_terms
 from pinn.problems.inverse_poisson import InversePoisson
 
 KAPPA_TRUE = InversePoisson.kappa_true

@@ -43,7 +43,7 @@ def built(tmp_path_factory) -> tuple[zipfile.ZipFile, str]:
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    (wheel,) = folder.glob("pinn-*.whl")
+    (wheel,) = folder.glob("pinn_torch-*.whl")
     return zipfile.ZipFile(wheel), result.stdout + result.stderr
 
 
@@ -54,13 +54,13 @@ def wheel(built) -> zipfile.ZipFile:
 
 def test_the_wheel_builds_without_warnings(built):
     output = built[1]
-    assert "Successfully built pinn" in output
+    assert "Successfully built pinn-torch" in output
     assert [line for line in output.splitlines() if "warning" in line.lower()] == []
 
 
 def test_the_wheel_installs_pinn_alone(wheel):
     names = wheel.namelist()
-    info = f"pinn-{pinn.__version__}.dist-info"
+    info = f"pinn_torch-{pinn.__version__}.dist-info"
     assert {name.split("/")[0] for name in names} == {"pinn", info}
     assert wheel.read(f"{info}/top_level.txt").decode().split() == ["pinn"]
 
@@ -85,11 +85,12 @@ def test_the_wheel_holds_every_subpackage_problem_and_config(wheel):
 
 
 def test_the_wheel_declares_the_console_script_version_and_license(wheel):
-    info = f"pinn-{pinn.__version__}.dist-info"
+    info = f"pinn_torch-{pinn.__version__}.dist-info"
     entry_points = wheel.read(f"{info}/entry_points.txt").decode()
     assert "[console_scripts]\npinn = pinn.__main__:cli" in entry_points
     metadata = wheel.read(f"{info}/METADATA").decode().splitlines()
     assert f"Version: {pinn.__version__}" in metadata
+    assert "Name: pinn-torch" in metadata  # the import name is pinn; "pinn" on PyPI is another
     assert "License-Expression: MIT" in metadata
     assert (
         "Copyright (c) 2026 the pinn developers" in wheel.read(f"{info}/licenses/LICENSE").decode()

@@ -21,10 +21,12 @@ from pathlib import Path
 import torch
 
 import pinn.training.checkpoints
-from pinn import MLP, LossWeights, PointSampler, Refinement, TrainSettings, fit, loss_terms
+from pinn import MLP, PointSampler, Refinement, TrainSettings, fit
 from pinn.derivatives.engines import Engine
+from pinn.problem import loss_terms
 from pinn.problems.inverse_poisson import InversePoisson
 from pinn.training.distributed import World, rank_seed, start, stop
+from pinn.training.strategies.weighting import LossWeights
 
 SETTINGS = TrainSettings(
     adam={"steps": 24, "resample_every": 3},

@@ -16,11 +16,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from pinn import MLP, LossWeights, loss_terms
+from pinn import MLP
 from pinn.derivatives.engines import Engine
 from pinn.geometry import Batch, BoundaryPoints
+from pinn.problem import loss_terms
 from pinn.problems.inverse_poisson import InversePoisson
 from pinn.training.distributed import World, launched, rank_seed
+from pinn.training.strategies.weighting import LossWeights
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).with_name("distributed_worker.py")

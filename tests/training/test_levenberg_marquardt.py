@@ -9,10 +9,11 @@ import threading
 import pytest
 import torch
 
-from pinn import CheckpointError, ConfigError, loss_terms
+from pinn import CheckpointError, ConfigError
 from pinn.derivatives.engines import Engine
 from pinn.geometry import PointSampler
 from pinn.nn import MLP, HardConstraint
+from pinn.problem import loss_terms
 from pinn.problems.poisson import Poisson
 from pinn.training.distributed import World
 from pinn.training.optim.jacobian_products import MatrixFreeJacobian

@@ -7,10 +7,11 @@ import pytest
 import torch
 from test_trainer import small_run
 
-from pinn import ConfigError, TrainSettings, loss_terms, weighted_sum
+from pinn import ConfigError, TrainSettings
 from pinn.derivatives.engines import Engine
 from pinn.geometry import PointSampler
 from pinn.nn.mlp import MLP
+from pinn.problem import loss_terms, weighted_sum
 from pinn.problems.poisson import Poisson
 from pinn.training.optim.lbfgs import LBFGS, STALLED, TOLERANCE, plateau_reason
 from pinn.training.recording import Recorder

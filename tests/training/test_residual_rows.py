@@ -10,11 +10,11 @@ import math
 import pytest
 import torch
 
-from pinn import ConfigError, loss_terms, weighted_sum
+from pinn import ConfigError
 from pinn.derivatives.engines import Engine
 from pinn.geometry import Box, PointSampler
 from pinn.nn import MLP, HardConstraint
-from pinn.problem import Dirichlet, Periodic, Problem
+from pinn.problem import Dirichlet, Periodic, Problem, loss_terms, weighted_sum
 from pinn.problem.loss import residuals
 from pinn.problems.inverse_poisson import InversePoisson
 from pinn.problems.kovasznay import Kovasznay

@@ -20,6 +20,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
+import pinn
 import pinn.training.checkpoints
 from pinn import (
     MLP,
@@ -389,6 +390,27 @@ def test_foreign_checkpoints_and_changed_configs_are_refused(tmp_path):
     assert not (tmp_path / "new").exists()
     assert snapshot(uninterrupted) == before
     assert math.isfinite(load_checkpoint(uninterrupted / "checkpoint.pt")["loss"])
+
+
+@pytest.mark.parametrize("entry", ["model", "history", "training.phase_index"])
+def test_a_checkpoint_missing_an_entry_is_refused_in_one_line_naming_it(entry, tmp_path):
+    short = [*RUN, "trainer.adam.steps=10", "trainer.lbfgs.steps=2"]
+    whole = tmp_path / "whole"
+    train(compose_config(short), whole)
+    state = load_checkpoint(whole / "checkpoint.pt")
+    holder, _, key = entry.rpartition(".")
+    del (state[holder] if holder else state)[key]
+    cut = tmp_path / "cut"
+    save_checkpoint(cut / "checkpoint.pt", state)
+    lacks = f"lacks {entry}: it is not a whole checkpoint of a pinn run"
+    result = run_pinn(*short, f"resume={cut}", f"hydra.run.dir={tmp_path / 'new'}")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"pinn: error: resume={cut}: {cut / 'checkpoint.pt'} {lacks}" in result.stderr
+    with pytest.raises(CheckpointError, match=f"load_run: .* {lacks}"):
+        pinn.load_run(cut)  # finished, as the whole run was
+    problem, model, points = tiny_parts()
+    with pytest.raises(CheckpointError, match=f"the checkpoint {lacks}"):
+        fit(problem, model, SETTINGS, points, weights=WEIGHTS, resume_from=state)
 
 
 def test_a_changed_config_is_told_the_overrides_its_run_was_started_with(tmp_path):

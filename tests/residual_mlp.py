@@ -1,4 +1,5 @@
-"""A residual MLP: a skip connection around every hidden layer."""
+"""A residual MLP (a skip connection around every hidden layer): a network the tests carry
+through the Taylor pass and the stochastic Laplacian, not one pinn ships."""
 
 from __future__ import annotations
 
