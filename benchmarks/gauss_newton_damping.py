@@ -27,6 +27,7 @@ from pinn.derivatives.engines import Engine
 from pinn.geometry.sampler import PointSampler
 from pinn.problem.quantities import evaluate_quantities
 from pinn.training.optim.levenberg_marquardt import LevenbergMarquardt
+from pinn.training.phases import GaussNewtonSettings
 from pinn.training.rows.residual_rows import ResidualRows
 
 
@@ -38,13 +39,10 @@ def descend(
     model = copy.deepcopy(run.model)
     engine = Engine("auto", model, batch.interior[:2], announce=False)
     rows_of = ResidualRows(run.problem, model, engine, {})
-    optimizer = LevenbergMarquardt(
-        list(model.parameters()),
-        damping=damping,
-        line_search=12,
-        solver="parameters",
-        adapt_damping=adapt,
+    settings = GaussNewtonSettings(
+        damping=damping, solver="parameters", adapt_damping=adapt, stall_window=0
     )
+    optimizer = LevenbergMarquardt(list(model.parameters()), settings)
 
     def evaluate(jacobian):
         rows = rows_of(batch, jacobian)

@@ -36,6 +36,7 @@ from pinn.geometry import PointSampler
 from pinn.nn import MLP, HardConstraint
 from pinn.problems.poisson import Poisson
 from pinn.training.optim.levenberg_marquardt import LevenbergMarquardt
+from pinn.training.phases import GaussNewtonSettings
 from pinn.training.rows.residual_rows import ResidualRows
 
 
@@ -64,14 +65,10 @@ def one_iteration(width: int, solver: str, points: int, cg_iterations: int) -> d
         return rows.values, rows.jacobian, rows.terms
 
     params = list(model.parameters())
-    optimizer = LevenbergMarquardt(
-        params,
-        damping=1e-8,
-        line_search=12,
-        solver="cg" if solver == "cg" else "auto",
-        dense_limit=10**9,
-        cg_iterations=cg_iterations,
-    )
+    settings = GaussNewtonSettings(
+        solver="cg" if solver == "cg" else "auto", dense_limit=10**9, cg_iterations=cg_iterations
+    )  # damping 1e-8 and a 12-length search: the phase's defaults
+    optimizer = LevenbergMarquardt(params, settings)
     evaluate(False)  # warm: the Taylor trace and the first allocations
     before = resident_mb()
     start = time.perf_counter()

@@ -86,7 +86,7 @@ from pinn.training import (
 # The run layer (Hydra), the plots (matplotlib) and the TensorBoard logger, imported on first
 # use: a script or notebook that only trains does not wait for them.
 _ON_FIRST_USE = {
-    "compose_config": "pinn.run.train",
+    "compose_config": "pinn.config",
     "train": "pinn.run.train",
     "load_run": "pinn.run.load",
     "plot_loss": "pinn.plots",

@@ -18,7 +18,8 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
-from pinn.config.docs import key_docs, register_help
+from pinn.config.compose import prepare_hydra
+from pinn.config.docs import key_docs
 from pinn.config.locations import CONF_DIR, shadowed_problems, user_conf_dir, user_conf_overrides
 from pinn.errors import PinnError, TrainingInterrupted
 from pinn.run.reporting import log_to_files, one_line, report, run_reporting
@@ -50,7 +51,7 @@ def main(cfg: DictConfig) -> float | None:
         report(str(error))  # once, on rank 0
     except OmegaConfBaseException as error:  # a value the run reads is missing or mistyped:
         stop(wait=False)  # said here, before Hydra's "Error executing job" line would be
-        report(one_line(error, key_docs(CONF_DIR)))
+        report(one_line(error, key_docs()))
     stop()
     if is_rank_zero():  # rank 0 speaks for all
         print(summary(metrics, run_dir))
@@ -161,8 +162,8 @@ def cli() -> None:
         except PinnError as error:
             report(str(error))
     sys.argv += quiet + searched
-    register_help(CONF_DIR, user_conf_dir())  # conf/config.yaml chooses hydra/help=pinn
-    run_reporting(main, key_docs(CONF_DIR))
+    prepare_hydra(CONF_DIR, user_conf_dir())  # pinn_defaults and hydra/help=pinn
+    run_reporting(main, key_docs())
 
 
 if __name__ == "__main__":

@@ -1,79 +1,86 @@
-"""The one-line explanation of every config key, read from the comments of conf/'s yaml files
-(their one home), and `python -m pinn --help` made from them.
+"""Every config key with its default and one-line help, read from the settings dataclasses
+(`pinn.config.schema`, each key declared once with `pinn.settings.setting`), and `python -m
+pinn --help` made from them; the documentation's key reference is generated from the same.
 
-    key_docs(conf_dir)        # {"seed": "seeds the network's initialisation ...", ...}
+    key_docs()                # {"seed": "seeds the network's initialisation ...", ...}
+    key_reference()           # [("seed", "0", "seeds ..."), ...]: key, default, help
     register_help(conf_dir)   # Hydra's help template `hydra/help=pinn`, listing every key
 """
 
 from __future__ import annotations
 
-import re
+import dataclasses
+import json
+import typing
 from pathlib import Path
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
 
-# The yaml files whose keys are documented, and the block their keys belong to.
-DOCUMENTED = {"config.yaml": "", "model/mlp.yaml": "model.", "trainer/default.yaml": "trainer."}
-# A yaml line `key: value  # explanation` (value and explanation optional).
-_LINE = re.compile(r"^(?P<indent> *)(?P<key>[A-Za-z_]\w*):(?P<value>[^#]*)(?:#\s?(?P<doc>.*))?$")
-_NOT_KEYS = ("defaults", "hydra")  # Hydra's own blocks
-
-# The problem block differs by problem: its keys are explained here, once.
-PROBLEM_DOCS = {
-    "problem.target": "the Problem class as an importable path: pinn.problems.poisson.Poisson",
-    "problem.params": "keyword arguments for its constructor (checked against its signature)",
-    "problem.n_interior": "interior points per draw",
-    "problem.n_boundary": "boundary points per draw, over all faces",
-    "problem.sampler": "uniform, sobol or lhs",
-    "problem.weights": "loss weight per term, e.g. {dirichlet: 100}; a term not named counts once",
-    "problem.unknowns": "initial guesses of an inverse problem's unknowns, e.g. {kappa: 1.0}",
-}
+from pinn.config.schema import RunConfig
+from pinn.settings import help_of
 
 
-def key_docs(conf_dir: str | Path) -> dict[str, str]:
-    """{dotted key: its explanation} for every key of the documented yaml files (those that
-    exist) and the problem block, in file order; a key without a comment gets ""."""
-    docs: dict[str, str] = {}
-    for name, prefix in DOCUMENTED.items():
-        path = Path(conf_dir, name)
-        if path.is_file():  # a config folder of one's own may lack some
-            docs.update(_docs_of(path.read_text(), prefix))
-    return {**docs, **PROBLEM_DOCS}
+def key_reference(schema: type = RunConfig, prefix: str = "") -> list[tuple[str, str, str]]:
+    """(dotted key, its default as the command line writes it, its help) for every key of
+    `schema`, a block before its keys, in declaration order."""
+    rows = []
+    hints = typing.get_type_hints(schema)
+    for field in dataclasses.fields(schema):
+        key = prefix + field.name
+        if dataclasses.is_dataclass(hints[field.name]):
+            rows.append((key, "", help_of(field)))
+            rows += key_reference(hints[field.name], f"{key}.")
+        else:
+            rows.append((key, shown(default_of(field)), help_of(field)))
+    return rows
 
 
-def _docs_of(text: str, prefix: str) -> dict[str, str]:
-    docs: dict[str, str] = {}
-    parents: list[tuple[int, str]] = []  # (indent, key) of the blocks the line is inside
-    for line in text.splitlines():
-        match = _LINE.match(line)
-        if match is None:
-            continue
-        indent, key = len(match["indent"]), match["key"]
-        parents = [(i, k) for i, k in parents if i < indent]
-        if not parents and key in _NOT_KEYS:
-            parents.append((indent, "#"))  # skip its children too
-            continue
-        if any(k == "#" for _, k in parents):
-            continue
-        dotted = prefix + ".".join([*(k for _, k in parents), key])
-        docs[dotted] = (match["doc"] or "").strip()
-        if not match["value"].strip():
-            parents.append((indent, key))
-    return docs
+def key_docs() -> dict[str, str]:
+    """{dotted key: its help} for every key and block."""
+    return {key: doc for key, _, doc in key_reference()}
+
+
+def default_of(field: dataclasses.Field) -> Any:
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
+    return field.default
+
+
+def shown(value: Any) -> str:
+    """A default as one writes it on the command line: null, true, 1.0e-08, [adam,lbfgs]."""
+    if value is None:
+        return "null"
+    if value == MISSING:
+        return "???"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, list):
+        return "[" + ",".join(shown(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return json.dumps(value).replace('"', "")
+    return str(value)
 
 
 def help_text(conf_dir: str | Path, user_dir: str | Path | None = None) -> str:
     """What `python -m pinn --help` prints (a Hydra help template: `$` is written `$$`): the
-    groups' choices, those of `user_dir` (the conf/ where pinn runs) after pinn's own."""
-    docs = key_docs(conf_dir)
-    width = max(len(key) for key in docs) + 2
-    keys = "\n".join(f"  {key:<{width}}{doc}".rstrip() for key, doc in docs.items())
+    groups' choices, those of `user_dir` (the conf/ where pinn runs) after pinn's own, then
+    every key with its default and help."""
+    rows = key_reference()
+    key_width = max(len(key) for key, _, _ in rows) + 2
+    default_width = max(len(default) for _, default, _ in rows) + 2
+    keys = "\n".join(
+        f"  {key:<{key_width}}{default:<{default_width}}{doc}".rstrip()
+        for key, default, doc in rows
+    )
     text = (
         "pinn: physics-informed neural networks for PDEs.\n\n"
         "Usage: python -m pinn problem=<name> [key=value ...]\n"
         "       python -m pinn -m problem=poisson,heat seed=0,1,2   (a sweep)\n\n"
         f"Groups (choose one of each):\n{group_choices(conf_dir, user_dir)}\n\n"
-        "Config keys (set any on the command line, e.g. model.width=64):\n"
+        "Config keys, their defaults (a problem's yaml may set others) and what they do; set "
+        "any on the command line, e.g. model.width=64:\n"
         f"{keys}\n\n"
         "Hydra's own options (python -m pinn --hydra-help) set the run directory "
         "(hydra.run.dir=...) and more.\n"

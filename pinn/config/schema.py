@@ -1,11 +1,15 @@
-"""The config's schema: a dataclass per block (Hydra structured configs), against which a
-composed config is checked before any work, each mistake refused in one line.
+"""The config's schema: a settings dataclass per block, each key declared once with its default,
+type and one-line help (`pinn.settings.setting`), against which a composed config is checked
+before any work, each mistake refused in one line.
 
-    check_config(cfg)   # ConfigError naming an unknown key (and its closest match) or a wrong type
+    config = check_config(cfg)   # a typed RunConfig, or a ConfigError naming an unknown key (and
+                                 # its closest match), a wrong type or a bad value
 
-The fields' explanations live in the comments of conf/'s yaml files (`pinn.config.docs`);
-here are only the names and types. `trainer` is `TrainSettings` itself, `windows`
-`WindowSettings`.
+`trainer` is `TrainSettings` itself (its phases' blocks are theirs), `refinement` the geometry's
+`Refinement`, `windows` time-marching's `WindowSettings`: the layer that uses a block declares
+it; the blocks only the run reads are declared here. Hydra composes its defaults from these
+dataclasses (`pinn.config.defaults`); `--help` and the documentation list them
+(`pinn.config.docs`).
 """
 
 from __future__ import annotations
@@ -14,106 +18,185 @@ import dataclasses
 import difflib
 import types
 import typing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any  # noqa: UP035 (OmegaConf reads these)
 
 from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
 from pinn.errors import ConfigError
+from pinn.geometry.refinement import Refinement
+from pinn.settings import setting
 from pinn.training.settings import TrainSettings
 from pinn.training.strategies.time_marching import WindowSettings
 
 
 @dataclass
-class ModelSchema:
-    name: str = MISSING
-    params: dict[str, Any] = field(default_factory=dict)
-    width: int = MISSING
-    depth: int = MISSING
-    activation: str = MISSING
-    input_scaling: str = MISSING
-    fourier_features: int = MISSING
-    fourier_scale: float = MISSING
-    periodic: dict[str, float] | None = None
-    periodic_harmonics: int = MISSING
-    factorize: bool = MISSING
-    factorize_mean: float = MISSING
-    factorize_std: float = MISSING
+class ModelSettings:
+    """The block `model`: the network and the options every pinn network shares."""
+
+    name: str = setting(
+        "mlp",
+        "mlp, modified_mlp, pirate, or a network class of yours by import path: my_nets.Siren",
+    )
+    params: dict[str, Any] = setting(
+        help="a class of yours: keyword arguments besides in_dim and out_dim", factory=dict
+    )
+    width: int = setting(32, "neurons per hidden layer")
+    depth: int = setting(
+        3, "number of hidden layers (pirate: residual blocks of three layers each)"
+    )
+    activation: str = setting("tanh", "tanh, sin, sigmoid, softplus, silu or gelu")
+    input_scaling: str = setting(
+        "auto",
+        "box (the domain's bounding box to [-1, 1]), none, or auto: box, but none for sin",
+    )
+    periodic: dict[str, float] | None = setting(
+        None, "{coordinate: period}: exactly periodic in those coordinates, e.g. {x: 2.0}"
+    )
+    periodic_harmonics: int = setting(
+        1, "multiples k of each periodic coordinate's frequency: cos, sin of k 2π x / period"
+    )
+    fourier_features: int = setting(0, "random Fourier features before the first layer (0 = none)")
+    fourier_scale: float = setting(1.0, "standard deviation of their frequencies")
+    factorize: bool = setting(
+        False, "random weight factorisation: every weight row exp(s) times a direction"
+    )
+    factorize_mean: float = setting(
+        1.0, "the log-scales s start ~ N(factorize_mean, factorize_std²)"
+    )
+    factorize_std: float = setting(0.1, "their standard deviation at the start (jaxpi: 0.1)")
 
 
 @dataclass
-class ProblemSchema:
-    target: str = MISSING
-    params: dict[str, Any] = field(default_factory=dict)
-    n_interior: int = MISSING
-    n_boundary: int = MISSING
-    sampler: str = MISSING
-    weights: dict[str, float] = field(default_factory=dict)
-    unknowns: Any = None  # checked by Problem.attach_unknowns, which names the unknowns
+class ProblemSettings:
+    """The block `problem`: what a problem's yaml (conf/problem/<name>.yaml) does not set."""
+
+    target: str = setting(
+        MISSING,
+        "the Problem class, as an importable path: module.Class (every problem's yaml sets it)",
+    )
+    params: dict[str, Any] = setting(
+        help="keyword arguments for its constructor (checked against its signature)",
+        factory=dict,
+    )
+    n_interior: int = setting(2000, "interior points per draw (per process under torchrun)")
+    n_boundary: int = setting(200, "boundary points per draw, over all boundary parts")
+    sampler: str = setting("sobol", "uniform, sobol or lhs")
+    weights: dict[str, float] = setting(
+        help="loss weight per term, e.g. {dirichlet: 100}; a term not named weighs 1",
+        factory=dict,
+    )
+    # checked by Problem.attach_unknowns, which names the unknowns
+    unknowns: Any = setting(
+        None, "inverse problems: {name: initial guess} for the unknowns it declares"
+    )
 
 
 @dataclass
-class LaplacianSchema:
-    method: str = MISSING
-    samples: int = MISSING
-    estimator: str = MISSING
+class LaplacianSettings:
+    """The block `laplacian`: how u.laplacian() is computed in residuals."""
+
+    method: str = setting(
+        "exact", "exact, or stochastic: an unbiased estimate from random directions (Adam only)"
+    )
+    samples: int = setting(
+        16, "stochastic: directions per point; the variance falls like 1/samples"
+    )
+    estimator: str = setting(
+        "sparse", "stochastic: sparse (random coordinates), rademacher or gaussian (Hutchinson)"
+    )
 
 
 @dataclass
-class OutputsSchema:
-    vtk: bool = MISSING
-    plot_formats: list[str] = MISSING
-    error_scale: str = MISSING
+class OutputSettings:
+    """The block `outputs`: what a finished run writes besides metrics.json and history.csv."""
+
+    vtk: bool = setting(
+        False, "true: prediction.vtu for ParaView (space-time: vtk/*.vtu, prediction.vtu.series)"
+    )
+    plot_formats: list[str] = setting(
+        help="solution and loss plots in each of these formats: png, pdf, svg",
+        factory=lambda: ["png"],
+    )
+    error_scale: str = setting(
+        "linear", "colour scale of the |error| maps: linear, or log (zero errors at its bottom)"
+    )
 
 
 @dataclass
-class DistributedSchema:
-    timeout_s: float = MISSING
+class DistributedSettings:
+    """The block `distributed`: `torchrun --nproc_per_node=N -m pinn ...` trains over N
+    processes."""
+
+    timeout_s: float = setting(
+        300.0, "a process waiting longer for the others (one died or hangs) ends the run"
+    )
 
 
 @dataclass
-class RefinementSchema:
-    method: str = MISSING
-    every: int = MISSING
-    candidates: int = MISSING
-    add: int = MISSING
-    k: float = MISSING
-    c: float = MISSING
+class RunConfig:
+    """The whole config of a run, `python -m pinn` and `pinn.train(cfg)` alike."""
+
+    seed: int = setting(0, "seeds the network's initialisation and the point sampler")
+    dtype: str = setting("float64", "float32 or float64")
+    device: str = setting("cpu", "any torch device string: cpu, cuda, cuda:1")
+    threads: int | None = setting(None, "torch CPU threads; null keeps torch's default")
+    engine: str = setting("auto", "residual engine: auto, taylor, autograd or functorch")
+    laplacian: LaplacianSettings = setting(
+        help="how u.laplacian() is computed in residuals", factory=LaplacianSettings
+    )
+    resume: str | None = setting(
+        None,
+        "an earlier run's directory: continue it from its checkpoint.pt (same config, but the "
+        "L-BFGS and Gauss-Newton budgets may change)",
+    )
+    overwrite: bool = setting(
+        False, "true: replace the results of another run in this run directory (else refused)"
+    )
+    logger: str | None = setting(
+        None,
+        "null, or tensorboard: every history row's scalars in <run dir>/tensorboard/ (needs "
+        'pip install "pinn-torch[tensorboard]")',
+    )
+    outputs: OutputSettings = setting(
+        help="what a finished run writes besides metrics.json, history.csv, prediction.npz",
+        factory=OutputSettings,
+    )
+    distributed: DistributedSettings = setting(
+        help="torchrun --nproc_per_node=N -m pinn ... trains over N processes",
+        factory=DistributedSettings,
+    )
+    problem: ProblemSettings = setting(
+        help="what a problem's yaml (conf/problem/<name>.yaml) does not set",
+        factory=ProblemSettings,
+    )
+    refinement: Refinement = setting(
+        help="residual-based adaptive sampling of the interior points, during Adam",
+        factory=Refinement,
+    )
+    windows: WindowSettings = setting(
+        help="time-marching: train a time-dependent problem window by window",
+        factory=WindowSettings,
+    )
+    model: ModelSettings = setting(help="the network", factory=ModelSettings)
+    trainer: TrainSettings = setting(help="how to train: the phases in turn", factory=TrainSettings)
 
 
-@dataclass
-class ConfigSchema:
-    seed: int = MISSING
-    dtype: str = MISSING
-    device: str = MISSING
-    threads: int | None = None
-    engine: str = MISSING
-    laplacian: LaplacianSchema = field(default_factory=LaplacianSchema)
-    resume: str | None = None
-    overwrite: bool = False
-    logger: str | None = None
-    outputs: OutputsSchema = field(default_factory=OutputsSchema)
-    distributed: DistributedSchema = field(default_factory=DistributedSchema)
-    refinement: RefinementSchema = field(default_factory=RefinementSchema)
-    windows: WindowSettings = field(default_factory=WindowSettings)
-    model: ModelSchema = field(default_factory=ModelSchema)
-    trainer: TrainSettings = field(default_factory=TrainSettings)
-    problem: ProblemSchema = field(default_factory=ProblemSchema)
-
-
-def check_config(cfg: DictConfig, docs: dict[str, str] | None = None) -> None:
-    """Refuse `cfg` (a composed config, Hydra's own block aside) in one line unless every key is
-    one of the schema's and every value has its field's type. `docs` ({key: explanation})
-    completes a message about a value."""
-    user = {k: v for k, v in OmegaConf.to_container(cfg, resolve=False).items() if k != "hydra"}
+def check_config(cfg: DictConfig, docs: dict[str, str] | None = None) -> RunConfig:
+    """`cfg` (a composed config, Hydra's own block aside) as a typed `RunConfig`, each block
+    its settings dataclass, every value checked by it; refused in one line unless every key is
+    one of the schema's, every value has its field's type and passes its block's checks.
+    `docs` ({key: explanation}) completes a message about a value."""
+    user = {k: v for k, v in OmegaConf.to_container(cfg, resolve=True).items() if k != "hydra"}
     try:
-        merged = OmegaConf.merge(OmegaConf.structured(ConfigSchema), user)
+        merged = OmegaConf.merge(OmegaConf.structured(RunConfig), user)
     except OmegaConfBaseException as error:
         raise ConfigError(explain(error, docs or {})) from None
     unset = sorted(OmegaConf.missing_keys(merged))
     if unset:
         raise ConfigError(not_set(unset[0], docs or {}))
+    return OmegaConf.to_object(merged)  # each block's __post_init__ checks its values
 
 
 def not_set(full_key: str, docs: dict[str, str]) -> str:
@@ -187,7 +270,7 @@ def _closest(schema: type, key: str, valid: list[str]) -> list[str]:
 
 def block_schema(block: str) -> type | None:
     """The dataclass of a dotted block ("" is the top level), None where it is not one."""
-    schema: Any = ConfigSchema
+    schema: Any = RunConfig
     for part in filter(None, block.split(".")):
         schema = field_types(schema).get(part)
     return schema if dataclasses.is_dataclass(schema) else None
@@ -198,10 +281,18 @@ def field_type(full_key: str) -> Any:
     block, _, key = full_key.rpartition(".")
     schema = block_schema(block)
     if schema is None:
-        parent = field_type(block) if block else Any
+        parent = _without_none(field_type(block)) if block else Any
         args = typing.get_args(parent)
         return args[-1] if typing.get_origin(parent) is dict and args else Any
     return field_types(schema).get(key, Any)
+
+
+def _without_none(kind: Any) -> Any:
+    """`kind` without its None: dict[str, float] for dict[str, float] | None."""
+    if typing.get_origin(kind) in (typing.Union, types.UnionType):
+        inner = [a for a in typing.get_args(kind) if a is not type(None)]
+        return inner[0] if len(inner) == 1 else kind
+    return kind
 
 
 def field_types(schema: type) -> dict[str, Any]:

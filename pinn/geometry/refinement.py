@@ -27,12 +27,13 @@ from dataclasses import dataclass
 import torch
 
 from pinn.errors import ConfigError, TrainingDiverged, is_finite_number, require_int
+from pinn.settings import setting
 
 REFINEMENTS = ("none", "rar", "rad")
 _MAX_CATEGORIES = 2**24  # torch.multinomial draws from at most this many candidates
 
 
-@dataclass(frozen=True)
+@dataclass
 class Refinement:
     """When and how the interior points follow the residual (config group `refinement`).
 
@@ -45,12 +46,14 @@ class Refinement:
         c: "rad" only: uniform part of the density (>= 0; large c tends to uniform sampling).
     """
 
-    method: str = "none"
-    every: int = 500
-    candidates: int = 10000
-    add: int = 100
-    k: float = 1.0
-    c: float = 1.0
+    method: str = setting(
+        "none", "none, rar (add the points of largest residual) or rad (redraw by residual)"
+    )
+    every: int = setting(500, "Adam steps between refinements")
+    candidates: int = setting(10000, "points whose residual is evaluated per refinement")
+    add: int = setting(100, "rar: points added per refinement")
+    k: float = setting(1.0, "rad: density ∝ |r|^k / mean(|r|^k) + c")
+    c: float = setting(1.0, "rad: the constant c in that density (higher: closer to uniform)")
 
     def __post_init__(self) -> None:
         if self.method not in REFINEMENTS:

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from pinn.geometry import Domain, SpaceTime
+from pinn.outputs.finished import FinishedRun
 
 log = logging.getLogger("pinn")
 
@@ -107,3 +108,8 @@ def _write_cloud(path: Path, points: np.ndarray, fields: dict[str, np.ndarray]) 
     vertices = [("vertex", np.arange(len(points)).reshape(-1, 1))]
     values = {name: np.ascontiguousarray(field) for name, field in fields.items()}
     meshio.Mesh(padded, vertices, point_data=values).write(path, binary=True)
+
+
+def write(run: FinishedRun) -> None:
+    """The prediction as VTK (prediction.vtu, or vtk/ and prediction.vtu.series in time)."""
+    write_vtk(run.run_dir, run.problem.domain, run.problem.outputs, run.prediction())

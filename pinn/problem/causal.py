@@ -48,6 +48,7 @@ import torch
 
 from pinn.errors import ConfigError, is_finite_number, require_int
 from pinn.problem.columns import CAUSAL_PREFIX
+from pinn.settings import setting
 
 # The history columns: the smallest and the mean weight of the occupied chunks.
 MIN_WEIGHT, MEAN_WEIGHT = CAUSAL_PREFIX + "min_weight", CAUSAL_PREFIX + "mean_weight"
@@ -64,9 +65,15 @@ class CausalSettings:
         time: the name of the time coordinate, one of the problem's inputs when chunks > 0.
     """
 
-    chunks: int = 0
-    tolerance: float = 1.0
-    time: str = "t"
+    chunks: int = setting(
+        0,
+        "chunks of time the PDE residual is split into (0 = off); chunk i weighted "
+        "exp(-tolerance * loss of chunks before i)",
+    )
+    tolerance: float = setting(
+        1.0, "the causality tolerance eps (> 0): larger waits longer for the earlier times"
+    )
+    time: str = setting("t", "the name of the time coordinate (one of the problem's inputs)")
 
     def __post_init__(self) -> None:
         require_int("trainer.causal.chunks", self.chunks, minimum=0)

@@ -4,13 +4,15 @@ pinn can use."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from pinn.config.locations import CONF_DIR
+from pinn.config.schema import LaplacianSettings, ModelSettings
 from pinn.derivatives.stochastic import LaplacianEstimator
 from pinn.errors import ConfigError, is_finite_number, require_int
 from pinn.nn.constraints import HardConstraint, constrain, periodic_mismatch
@@ -24,11 +26,11 @@ log = logging.getLogger(__name__)
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
-def build_model(problem: Problem, model_cfg: DictConfig, seed: int) -> torch.nn.Module:
+def build_model(problem: Problem, model_cfg: ModelSettings, seed: int) -> torch.nn.Module:
     """The network `model.name` names, sized for the problem, seeded; inside the problem's hard
     constraint (`Problem.hard_constraint`) when it declares one."""
     domain = problem.domain
-    name, params = model_cfg.name, OmegaConf.to_container(model_cfg.params)
+    name, params = model_cfg.name, dict(model_cfg.params)
     if name in NETWORKS:
         if params:
             raise ConfigError(
@@ -101,14 +103,15 @@ def _warn_of_aperiodic_constraint(model: HardConstraint, periods: Any, problem: 
             )
 
 
-def _warn_of_unused_options(model_cfg: DictConfig) -> None:
+def _warn_of_unused_options(model_cfg: ModelSettings) -> None:
     """Log the options of pinn's networks set away from their defaults (by the command line or
     a problem's yaml) that a class of one's own does not get: only model.params reach it."""
-    defaults = OmegaConf.load(CONF_DIR / "model" / "mlp.yaml")
+    defaults = ModelSettings()
     unused = [
-        f"model.{key}={model_cfg[key]!r}"
-        for key in defaults
-        if key not in ("name", "params") and model_cfg.get(key) != defaults[key]
+        f"model.{field.name}={getattr(model_cfg, field.name)!r}"
+        for field in dataclasses.fields(ModelSettings)
+        if field.name not in ("name", "params")
+        and getattr(model_cfg, field.name) != getattr(defaults, field.name)
     ]
     if unused:
         log.warning(
@@ -178,21 +181,20 @@ def own_network(
     return network
 
 
-def initial_guesses(problem_cfg: DictConfig) -> dict[str, Any] | None:
+def initial_guesses(guesses: Any) -> dict[str, Any] | None:
     """`problem.unknowns` of the config ({name: initial guess}), or None where it has none."""
-    guesses = problem_cfg.get("unknowns")
     if guesses is None:
         return None
-    if not isinstance(guesses, DictConfig):
+    if not isinstance(guesses, Mapping):
         raise ConfigError(
             f"problem.unknowns must map unknown names to initial guesses, e.g. "
             f"{{kappa: 1.0}}, got {guesses!r}"
         )
-    return OmegaConf.to_container(guesses)
+    return dict(guesses)
 
 
 def laplacian_estimator(
-    laplacian_cfg: DictConfig, seed: int, device: torch.device
+    laplacian_cfg: LaplacianSettings, seed: int, device: torch.device
 ) -> LaplacianEstimator | None:
     """The `laplacian:` block as an estimator (None for the exact Laplacian); its generator,
     on `device`, is seeded from `seed` apart from the network's and the sampler's."""

@@ -17,14 +17,14 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from pinn.config.schema import check_config
 from pinn.errors import CheckpointError, ConfigError
 from pinn.evaluation.validation import predict
+from pinn.outputs.metrics import METRICS_NAME
 from pinn.problem.problem import Problem, load_problem
 from pinn.run.build import build_model, device_of, dtype_of
 from pinn.training.checkpoints import CHECKPOINT_NAME, check_run_entries, load_checkpoint
-from pinn.training.strategies.time_marching import WindowSettings, trained_windows
-
-METRICS_NAME = "metrics.json"
+from pinn.training.strategies.time_marching import trained_windows
 
 
 @dataclass
@@ -79,11 +79,13 @@ def load_run(run_dir: str | Path, device: str | torch.device = "cpu") -> LoadedR
     dtype = dtype_of(config.dtype)
     problem = load_problem(config.problem.target, OmegaConf.to_container(config.problem.params))
 
+    settings = check_config(config)  # its blocks typed (keys pinn added since: their defaults)
+
     def build(task: Problem) -> torch.nn.Module:
-        return build_model(task, config.model, int(config.seed)).to(dtype=dtype, device=target)
+        return build_model(task, settings.model, settings.seed).to(dtype=dtype, device=target)
 
     try:
-        windows = WindowSettings(**config.get("windows", {}))
+        windows = settings.windows
         if windows.on:  # a time-marching run: one network per window, in windows/
             model = trained_windows(problem, windows.count, build, run_dir)
         else:

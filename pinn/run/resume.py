@@ -18,7 +18,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from pinn.config.locations import CONF_DIR
+from pinn.config.defaults import defaults_tree
 from pinn.errors import CheckpointError, ConfigError
 from pinn.training.budgets import check_budget_changes
 from pinn.training.checkpoints import CHECKPOINT_NAME, check_run_entries, load_checkpoint
@@ -97,7 +97,7 @@ def check_same_run(saved: Mapping[str, Any], current: Mapping[str, Any], path: P
     `trainer.causal.chunks`) counts as saved with pinn's default: what the run computed with.
     """
     old, new = _flatten(saved), _flatten(current)
-    defaults = _flatten(_base_defaults())
+    defaults = _flatten(defaults_tree())
     old |= {key: defaults[key] for key in new.keys() - old.keys() if key in defaults}
     free = FREE_KEYS if _marching(current) else FREE_KEYS + BUDGET_KEYS
     differ = [
@@ -132,16 +132,6 @@ def _started_with(path: Path) -> list[str]:
         return []
     skipped = ("hydra.", "resume=", "overwrite=")
     return [str(item) for item in overrides if not str(item).startswith(skipped)]
-
-
-def _base_defaults() -> dict[str, Any]:
-    """pinn's defaults outside any problem: config.yaml's keys, the trainer's and the mlp's."""
-    base = OmegaConf.load(CONF_DIR / "config.yaml")
-    base.pop("defaults", None)
-    base.pop("hydra", None)
-    base.trainer = OmegaConf.load(CONF_DIR / "trainer" / "default.yaml")
-    base.model = OmegaConf.load(CONF_DIR / "model" / "mlp.yaml")
-    return OmegaConf.to_container(base, resolve=False)
 
 
 def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -24,7 +24,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from pinn.errors import PinnError, TrainingInterrupted, first_line
-from pinn.outputs.writers import json_safe
+from pinn.outputs.metrics import json_safe
 
 STATUS_NAME = "status.json"
 SUMMARY_NAME = "summary.csv"

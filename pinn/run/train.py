@@ -17,16 +17,16 @@ from typing import Any
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from pinn.config.docs import key_docs, register_help
-from pinn.config.locations import CONF_DIR, user_conf_overrides
-from pinn.config.schema import check_config
+from pinn.config.docs import key_docs
+from pinn.config.schema import RunConfig, check_config
 from pinn.errors import OutputError, TrainingInterrupted, reason
 from pinn.evaluation.fresh_loss import fresh_loss
 from pinn.evaluation.validation import Validator, can_validate
-from pinn.geometry import PointSampler, Refinement
+from pinn.geometry import PointSampler
+from pinn.outputs import FinishedRun, chosen_writers, write_outputs
+from pinn.outputs.metrics import summarise
 from pinn.outputs.provenance import provenance, utc_now
 from pinn.outputs.tensorboard import run_loggers
-from pinn.outputs.writers import summarise, write_outputs
 from pinn.plots.solution import PlotOptions
 from pinn.problem.problem import load_problem
 from pinn.problem.quantities import error_kind
@@ -46,25 +46,10 @@ from pinn.training.checkpoints import CHECKPOINT_NAME
 from pinn.training.distributed import launched, process_device, rank_seed, start
 from pinn.training.history import HISTORY_NAME
 from pinn.training.loop import fit
-from pinn.training.settings import TrainSettings
-from pinn.training.strategies.time_marching import WindowSettings, march
+from pinn.training.strategies.time_marching import march
 
 log = logging.getLogger("pinn")
 WINDOW_SEEDS = 1_000_003  # window k's points are drawn from seed + 1 + k * this
-
-
-def compose_config(overrides: list[str] | None = None, config_dir: str | Path = CONF_DIR):
-    """The config `python -m pinn <overrides>` would run, composed without starting a run:
-    pinn's configs (or `config_dir`'s), then the working directory's conf/
-    (`pinn.config.locations`)."""
-    from hydra import compose, initialize_config_dir
-
-    register_help(config_dir)  # conf/config.yaml chooses hydra/help=pinn
-    config_dir = Path(config_dir).resolve()
-    overrides = list(overrides or [])
-    overrides += user_conf_overrides(overrides, library=config_dir)
-    with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
-        return compose(config_name="config", overrides=overrides)
 
 
 def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
@@ -97,22 +82,22 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
     boundary with its state checkpointed (`TrainingInterrupted`, naming the resume= to give).
     """
     run_dir, started_at = Path(run_dir), utc_now()
-    check_config(cfg, key_docs(CONF_DIR))  # every key known, every value of its type
+    config = check_config(cfg, key_docs())  # typed, every key known, every value checked
     resume = load_resume(cfg)  # first: a bad checkpoint or config costs nothing
-    plots = PlotOptions.from_config(cfg.get("outputs"))  # formats and error scale, checked
-    loggers = run_loggers(cfg.get("logger"), run_dir)
+    plots = PlotOptions.from_config(vars(config.outputs))  # formats and error scale, checked
+    loggers = run_loggers(config.logger, run_dir)
     place = launched()
-    in_place = resume is not None and checkpoint_file(cfg.resume).parent.resolve() == (
+    in_place = resume is not None and checkpoint_file(config.resume).parent.resolve() == (
         run_dir.resolve()
     )
     claim = (
-        claim_run_dir(run_dir, bool(cfg.get("overwrite", False)), in_place)
+        claim_run_dir(run_dir, config.overwrite, in_place)
         if place is None or place[0] == 0  # rank 0 writes, so rank 0 claims
         else nullcontext()
     )
     with claim:
         try:
-            return _train(cfg, run_dir, resume, plots, loggers, started_at)
+            return _train(cfg, config, run_dir, resume, plots, loggers, started_at)
         except TrainingInterrupted as stopped:
             raise TrainingInterrupted(
                 f"interrupted at step {stopped.step}; continue with resume={run_dir}",
@@ -123,35 +108,35 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
 
 def _train(
     cfg: DictConfig,
+    config: RunConfig,
     run_dir: Path,
     resume: dict[str, Any] | None,
     plots: PlotOptions,
     loggers: list,
     started_at: str,
 ) -> dict[str, Any]:
-    """`train` in the claimed `run_dir`, with the checked plot options and loggers."""
-    dtype, device = dtype_of(cfg.dtype), process_device(device_of(cfg.device))
-    if cfg.threads is not None:
-        torch.set_num_threads(threads_of(cfg.threads))
-    seed = seed_of(cfg.seed)
-    world = start(device, cfg.distributed.timeout_s)
-    problem = load_problem(cfg.problem.target, OmegaConf.to_container(cfg.problem.params))
-    windows = WindowSettings(**OmegaConf.to_container(cfg.windows))
+    """`train` in the claimed `run_dir`, from the checked `config` (`cfg` as composed, for the
+    files that record it), with the checked plot options and loggers."""
+    dtype, device = dtype_of(config.dtype), process_device(device_of(config.device))
+    if config.threads is not None:
+        torch.set_num_threads(threads_of(config.threads))
+    seed = seed_of(config.seed)
+    world = start(device, config.distributed.timeout_s)
+    problem = load_problem(config.problem.target, config.problem.params)
+    windows = config.windows
     if windows.on:
         check_windowable(problem)  # before any work
 
     def build(task):
-        return build_model(task, cfg.model, seed).to(dtype=dtype, device=device)
+        return build_model(task, config.model, seed).to(dtype=dtype, device=device)
 
     model = build(problem)  # checked before any training; a marched run builds one per window
-    unknowns = problem.attach_unknowns(dtype, device, initial_guesses(cfg.problem))
-    settings = TrainSettings(**OmegaConf.to_container(cfg.trainer))
-    refinement = Refinement(**OmegaConf.to_container(cfg.refinement))
-    estimator = laplacian_estimator(cfg.laplacian, rank_seed(seed, world.rank), device)
+    unknowns = problem.attach_unknowns(dtype, device, initial_guesses(config.problem.unknowns))
+    estimator = laplacian_estimator(config.laplacian, rank_seed(seed, world.rank), device)
     validator = Validator(problem, dtype=dtype, device=device) if can_validate(problem) else None
     resolved = OmegaConf.to_container(cfg, resolve=True)
     config_yaml = {"config.yaml": OmegaConf.to_yaml(cfg, resolve=True)}
-    weights = OmegaConf.to_container(cfg.problem.weights)
+    weights = dict(config.problem.weights)
 
     def fit_with(task, network, term_weights, checker, resume_from, extra, callbacks):
         """`fit` of `network` on `task` (the problem, or one time window of it)."""
@@ -161,25 +146,25 @@ def _train(
         )
         points = PointSampler(
             task.domain,
-            cfg.problem.n_interior,
-            cfg.problem.n_boundary,
-            cfg.problem.sampler,
+            config.problem.n_interior,
+            config.problem.n_boundary,
+            config.problem.sampler,
             generator,
             dtype,
             device,
-            refinement=refinement,
+            refinement=config.refinement,
         )
         return fit(
             task,
             network,
-            settings,
+            config.trainer,
             points,
             weights=term_weights,
             validator=checker,
             checkpoint_path=run_dir / CHECKPOINT_NAME,
             checkpoint_extra={"config": resolved, **extra},
             checkpoint_companions=config_yaml,
-            engine=cfg.engine,
+            engine=config.engine,
             resume_from=resume_from,
             history_path=None if windows.on else run_dir / HISTORY_NAME,
             estimator=estimator,
@@ -188,10 +173,10 @@ def _train(
         )
 
     if world.is_main and resume is not None:
-        _announce(cfg.resume, resume, run_dir)
+        _announce(config.resume, resume, run_dir)
     started = time.perf_counter()
     if windows.on:
-        resume_dir = checkpoint_file(cfg.resume).parent if resume is not None else None
+        resume_dir = checkpoint_file(config.resume).parent if resume is not None else None
         result, model = march(
             problem,
             windows,
@@ -203,7 +188,7 @@ def _train(
             resume,
             resume_dir,
             seed,
-            cfg.problem.sampler,
+            config.problem.sampler,
             world.is_main,
             loggers,
         )
@@ -216,8 +201,8 @@ def _train(
         wall_time = result.history[-1]["time_s"]
 
     metrics = summarise(result, validator, model, wall_time, unknowns.values(), problem)
-    sizes = cfg.problem.n_interior, cfg.problem.n_boundary
-    metrics["fresh_loss"] = fresh_loss(problem, model, *sizes, weights, cfg.engine)
+    sizes = config.problem.n_interior, config.problem.n_boundary
+    metrics["fresh_loss"] = fresh_loss(problem, model, *sizes, weights, config.engine)
     metrics |= provenance(cfg, device, started_at, utc_now())
     if world.is_main:
         if unknowns.names:
@@ -230,9 +215,10 @@ def _train(
             log.info("quantity %s = %s%s", name, _shown(value), against)
         try:
             (run_dir / "config.yaml").write_text(config_yaml["config.yaml"])
-            write_outputs(
-                run_dir, problem, model, result, metrics, validator, plots, vtk=cfg.outputs.vtk
-            )
+            # outputs up to a constant shown as the errors measure them
+            shown = validator.aligned(model) if validator is not None else model
+            finished = FinishedRun(run_dir, problem, shown, result, metrics, validator, plots)
+            write_outputs(finished, chosen_writers(config.outputs))
         except OSError as error:
             where = error.filename or f"the outputs into {run_dir}"
             raise OutputError(f"cannot write {where}: {reason(error)}") from error

@@ -1,28 +1,27 @@
-"""Training: the loop and its phases, optimisers, schedules, loss weights, checkpoints.
+"""Training: the loop and its phases, optimisers, strategies, checkpoints.
 
-    fit(problem, model, TrainSettings(...), points)    its phases in turn (pinn.training.loop)
+    fit(problem, model, TrainSettings(...), points)    its phases in turn (loop)
     Callback                                           called by fit at each history row,
                                                        checkpoint, phase change, the end
     TrainSettings                                      how to train, checked when made
-    AdamSettings, LBFGSSettings                        the phases' settings blocks
+    AdamSettings, LBFGSSettings, GaussNewtonSettings   the phases' settings blocks
     PHASES                                             the registered phases, by name
     RunState, FitResult                                a run's state (what a checkpoint
                                                        holds), what fit returns
-    World, rank_seed                                   data-parallel processes (torchrun)
-    LBFGS                                              pinn's L-BFGS (strong Wolfe line search)
-    LevenbergMarquardt, ResidualRows                   damped Gauss-Newton on the loss's
-                                                       residual rows and their Jacobian
-    LossWeights, WEIGHTINGS                            fixed or adaptive (LRA) term weights
-    save_checkpoint, load_checkpoint                   atomic checkpoint files
+    World, rank_seed                                   data-parallel processes (distributed)
+    save_checkpoint, load_checkpoint                   atomic checkpoint files (checkpoints)
     HistoryCSV, HistoryFile                            history.csv, written as a run goes
 
-Inside: state (RunState), phases (a package: one module per phase, each reading top to bottom,
-and parts: what they call, and the final loss), and the parts
-they call at their cadence: step_loss (the loss of a batch, eager or compiled), recording
-(history rows, progress), checkpointing (when and who writes), divergence (non-finite losses),
-interrupts (Ctrl-C and SIGTERM stop at a step boundary), distributed (reductions over processes).
+Folders: phases/ (one module per phase, each reading top to bottom; parts: what they call),
+optim/ (the optimisers' algebra: L-BFGS, Levenberg-Marquardt, damped solves, Jacobian
+products, schedules), rows/ (the loss as residual rows and their Jacobian, for Gauss-Newton),
+strategies/ (loss weighting, time-marching). Beside them, the parts a phase calls at its
+cadence: step_loss (the loss of a batch, eager or compiled), recording (history rows, progress),
+checkpoints (the files, and when and who writes them), divergence (non-finite losses),
+interrupts (Ctrl-C and SIGTERM stop at a step boundary), distributed (reductions over
+processes), budgets (a resumed run's changed budgets), compiling (trainer.compile).
 
-This layer knows problems, geometry and derivatives; nothing below it imports it.
+This layer knows problems, evaluation, geometry and derivatives; nothing below it imports it.
 """
 
 from pinn.training.callbacks import Callback

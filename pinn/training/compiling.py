@@ -36,9 +36,12 @@ log = logging.getLogger("pinn")
 
 
 def check_compile(value: Any) -> str:
-    """`trainer.compile` as "auto", "true" or "false" (YAML's booleans accepted)."""
+    """`trainer.compile` as "auto", "true" or "false" (YAML's booleans accepted, also as the
+    strings "True" and "False" a typed config makes of them)."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if value in ("True", "False"):
+        return value.lower()
     if value not in COMPILE:
         raise ConfigError(f"trainer.compile must be one of auto, true, false; got {value!r}")
     return value

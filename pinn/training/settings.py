@@ -10,11 +10,12 @@ A phase's block may be given as its settings dataclass or as a dict of its keys.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pinn.errors import ConfigError, require_int
 from pinn.problem.causal import CausalSettings
+from pinn.settings import setting
 from pinn.training.compiling import check_compile
 from pinn.training.phases import (
     PHASES,
@@ -62,18 +63,39 @@ class TrainSettings:
             enough to repay the compile time; the run logs what it decided and why.
     """
 
-    phases: list[str] = field(default_factory=lambda: ["adam", "lbfgs"])
-    adam: AdamSettings = field(default_factory=AdamSettings)
-    lbfgs: LBFGSSettings = field(default_factory=LBFGSSettings)
-    gauss_newton: GaussNewtonSettings = field(default_factory=GaussNewtonSettings)
-    weighting: str = "fixed"
-    weighting_every: int = 100
-    weighting_alpha: float = 0.1
-    causal: CausalSettings = field(default_factory=CausalSettings)
-    log_every: int = 100
-    checkpoint_every: int = 500
-    progress: bool = True
-    compile: str = "auto"
+    phases: list[str] = setting(
+        help="training methods in order: adam, lbfgs, gauss_newton (a phase may repeat; "
+        "0 steps = skipped)",
+        factory=lambda: ["adam", "lbfgs"],
+    )
+    adam: AdamSettings = setting(help="Adam with a decaying learning rate", factory=AdamSettings)
+    lbfgs: LBFGSSettings = setting(
+        help="L-BFGS on the last points drawn, strong Wolfe line search", factory=LBFGSSettings
+    )
+    gauss_newton: GaussNewtonSettings = setting(
+        help="Levenberg-Marquardt on the last points drawn: the loss as a sum of squared rows",
+        factory=GaussNewtonSettings,
+    )
+    weighting: str = setting(
+        "fixed", "loss weights: fixed (problem.weights) or lra (learning-rate annealing, Adam only)"
+    )
+    weighting_every: int = setting(100, "lra: Adam steps between weight updates")
+    weighting_alpha: float = setting(0.1, "lra: new weight = (1 - alpha) old + alpha estimate")
+    causal: CausalSettings = setting(
+        help="causal weighting in time (Wang et al. 2022): later times wait for earlier ones",
+        factory=CausalSettings,
+    )
+    log_every: int = setting(
+        100,
+        "steps between history rows (L-BFGS: a row per iteration); rel_l2, progress bar",
+    )
+    checkpoint_every: int = setting(500, "steps between checkpoints (0 = only at the end)")
+    progress: bool = setting(True, "show the tqdm progress bar")
+    compile: str = setting(
+        "auto",
+        "compile each step's loss with torch.compile: auto (long Adam runs that allow it), "
+        "true, false",
+    )
 
     def __post_init__(self) -> None:
         if isinstance(self.phases, str) or not isinstance(self.phases, (list, tuple)):

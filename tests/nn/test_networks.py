@@ -12,6 +12,7 @@ from omegaconf import OmegaConf
 from torch.func import hessian, jacrev, vmap
 
 from pinn import compose_config, train
+from pinn.config.schema import check_config
 from pinn.errors import ConfigError
 from pinn.nn import (
     MLP,
@@ -32,7 +33,7 @@ NETWORKS = {"mlp": MLP, "modified_mlp": ModifiedMLP, "pirate": PirateNet}
 def model_of(overrides: list[str], problem: str = "heat") -> torch.nn.Module:
     cfg = compose_config([f"problem={problem}", *overrides])
     loaded = load_problem(cfg.problem.target, OmegaConf.to_container(cfg.problem.params))
-    return build_model(loaded, cfg.model, cfg.seed).to(DTYPE)
+    return build_model(loaded, check_config(cfg).model, cfg.seed).to(DTYPE)
 
 
 def derivatives(model: torch.nn.Module, x: torch.Tensor):
@@ -191,8 +192,11 @@ def test_a_hard_constraint_that_breaks_the_periodicity_is_warned_of(pinn_message
         (["+model.params.width=5"], ["model.params={'width': 5} is for a network class"]),
         (["model.periodic={y: 2.0}"], ["'y', which is not a coordinate", "x, t"]),
         (["model.periodic={x: -1.0}"], ["model.periodic.x must be its period"]),
-        (["model.periodic={x: true}"], ["model.periodic.x must be its period", "got True"]),
-        (["model.factorize=true", "model.factorize_mean=true"], ["must be a finite number"]),
+        (["model.periodic={x: true}"], ["model.periodic.x must be a number", "'True'"]),
+        (
+            ["model.factorize=true", "model.factorize_mean=true"],
+            ["factorize_mean must be a number"],
+        ),
         (["model.periodic_harmonics=0"], ["model.periodic_harmonics"]),
         (["model.factorize=true", "model.factorize_std=-1.0"], ["factorize_std must be >= 0"]),
     ],

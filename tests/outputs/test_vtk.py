@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 import torch
 
+from pinn.config.schema import check_config
 from pinn import MLP, ConfigError, Problem, compose_config, load_problem, train
 from pinn.evaluation.validation import Validator
 from pinn.outputs.vtk import write_vtk
-from pinn.outputs.writers import write_prediction
+from pinn.outputs.prediction import write_prediction
 from pinn.problems.poisson import Poisson
 from pinn.run.build import build_model
 from pinn.run.resume import check_same_run
@@ -53,7 +54,7 @@ def untrained_prediction(folder, overrides):
     """prediction.npz of an untrained model of the problem `overrides` compose, and its arrays."""
     cfg = compose_config(overrides)
     problem = load_problem(cfg.problem.target, dict(cfg.problem.params))
-    model = build_model(problem, cfg.model, 0).double()
+    model = build_model(problem, check_config(cfg).model, 0).double()
     arrays = write_prediction(folder / "prediction.npz", problem, model, Validator(problem))
     return problem, arrays
 

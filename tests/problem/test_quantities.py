@@ -12,7 +12,7 @@ from torch import nn
 
 from pinn import Box, ConfigError, Dirichlet, Disk, Problem, compose_config, train
 from pinn.errors import PinnError
-from pinn.outputs.writers import json_safe
+from pinn.outputs.metrics import json_safe
 from pinn.problem.quantities import (
     QuantityTools,
     error_kind,

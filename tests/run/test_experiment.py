@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from pinn import MLP, ConfigError, Problem, compose_config, load_checkpoint, train
+from pinn.config import CONF_DIR
 from pinn.problems.poisson import Poisson
-from pinn.run.train import CONF_DIR
 
 TINY = [
     "trainer.adam.steps=20",
@@ -172,7 +172,7 @@ def test_the_loss_plot_draws_loss_terms_only():
 
 def test_a_problem_without_a_solution_still_leaves_its_prediction(tmp_path):
     from pinn.evaluation.validation import evaluation_points
-    from pinn.outputs.writers import write_prediction
+    from pinn.outputs.prediction import write_prediction
 
     class Unsolved(Poisson):
         exact = Problem.exact  # no exact solution

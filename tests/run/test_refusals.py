@@ -16,9 +16,8 @@ from test_cli import FAST, REACTION_MODULE, write_problem
 from test_experiment import PROBLEMS
 
 from pinn import CheckpointError, ConfigError, compose_config, load_problem, train
-from pinn.config.docs import key_docs
-from pinn.config.schema import ConfigSchema, check_config, unknown_key
-from pinn.run.train import CONF_DIR
+from pinn.config.docs import key_docs, key_reference
+from pinn.config.schema import RunConfig, check_config, unknown_key
 from pinn.training.checkpoints import load_checkpoint
 
 
@@ -86,7 +85,7 @@ SLOW = pytest.mark.slow
             ],
         ),
         # read only once the run has started: no "Error executing job" line from Hydra first
-        ("~problem.weights", ["problem.weights has no value; give it in the problem's yaml"]),
+        ("~problem.target", ["problem.target has no value", "give it in the problem's yaml"]),
     ],
 )
 def test_a_config_mistake_is_refused_in_one_line(tmp_path, override, messages):
@@ -178,8 +177,8 @@ def test_help_lists_every_key_with_its_explanation():
     result = run_pinn("--help")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    for key, doc in key_docs(CONF_DIR).items():
-        assert any(line.split() == [key, *doc.split()] for line in lines), key
+    for key, default, doc in key_reference():  # a block has no default of its own
+        assert any(line.split() == [key, *default.split(), *doc.split()] for line in lines), key
     assert any(line.startswith("problem: ") and "poisson" in line for line in lines)
 
 
@@ -208,9 +207,9 @@ def leaf_keys(schema: type, prefix: str = "") -> set[str]:
 
 
 def test_every_key_of_the_schema_is_explained_once_and_no_other():
-    docs = key_docs(CONF_DIR)
+    docs = key_docs()
     leaves = {key for key in docs if not any(other.startswith(f"{key}.") for other in docs)}
-    assert leaf_keys(ConfigSchema) == leaves
+    assert leaf_keys(RunConfig) == leaves
     assert [key for key, doc in docs.items() if not doc] == []
 
 
@@ -300,7 +299,7 @@ def test_a_problem_yaml_without_its_target_is_refused_naming_the_key(tmp_path, m
     write_problem(tmp_path, "notarget", "reaction", REACTION_MODULE, "n_interior: 64\n")
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ConfigError) as error:
-        check_config(compose_config(["problem=notarget"]), key_docs(CONF_DIR))
+        check_config(compose_config(["problem=notarget"]), key_docs())
     message = str(error.value)
     assert message.startswith("problem.target has no value (problem.target: the Problem class")
     assert message.endswith("on the command line, problem.target=<value>")

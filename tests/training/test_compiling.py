@@ -11,11 +11,14 @@ import torch
 from omegaconf import OmegaConf
 
 from pinn import MLP, ConfigError, TrainSettings, fit
+from pinn.config import compose_config
+from pinn.config.schema import check_config
 from pinn.derivatives.engines import Engine
 from pinn.geometry import PointSampler
+from pinn.problem import load_problem
 from pinn.problem.loss import loss_terms
 from pinn.problems.poisson import Poisson
-from pinn.run.train import build_model, compose_config, load_problem
+from pinn.run.build import build_model
 from pinn.training.compiling import CompiledLoss, check_compile, compile_decision
 from pinn.training.strategies.weighting import LossWeights
 
@@ -46,7 +49,7 @@ def planned_run(name: str, seed: int = 0):
         + (["problem.params.dim=5"] if name == "poisson_highd" else [])
     )
     problem = load_problem(cfg.problem.target, OmegaConf.to_container(cfg.problem.params))
-    model = build_model(problem, cfg.model, seed)
+    model = build_model(problem, check_config(cfg).model, seed)
     unknowns = problem.attach_unknowns(torch.float32, "cpu")
     generator = torch.Generator().manual_seed(seed + 1)
     points = PointSampler(problem.domain, 128, 64, cfg.problem.sampler, generator)

@@ -18,7 +18,18 @@ from pinn.problems.poisson import Poisson
 from pinn.training.distributed import World
 from pinn.training.optim.jacobian_products import MatrixFreeJacobian
 from pinn.training.optim.levenberg_marquardt import STALLED, LevenbergMarquardt, plateau_reason
+from pinn.training.phases import GaussNewtonSettings
 from pinn.training.rows.residual_rows import ResidualRows
+
+
+def lm(params, world=None, scaling="identity", **settings):
+    """LevenbergMarquardt over `params` with `GaussNewtonSettings` of these tests' usual rule
+    (damping 1e-3, plain Levenberg-Marquardt: no line search, no plateau stop) and `settings`
+    changed."""
+    rule = {"damping": 1e-3, "line_search": 0, "stall_window": 0, "stall_decrease": 0.0}
+    return LevenbergMarquardt(
+        params, GaussNewtonSettings(**(rule | settings)), world=world, scaling=scaling
+    )
 
 
 def linear(matrix, target, x):
@@ -48,13 +59,13 @@ def test_one_undamped_step_lands_on_the_least_squares_solution(generator):
     solution = torch.linalg.lstsq(matrix, target[:, None]).solution[:, 0]
     for solver in ("parameters", "cg"):
         x = torch.zeros(8, dtype=torch.float64)
-        optimizer = LevenbergMarquardt([x], damping=0.0, solver=solver)
+        optimizer = lm([x], damping=0.0, solver=solver)
         assert optimizer.step(linear(matrix, target, x)) is not None
         assert (x - solution).abs().max().item() <= 1e-10, solver
     # Fewer rows than unknowns: the row-space step is the minimum-norm solution.
     wide = torch.randn(6, 20, dtype=torch.float64, generator=generator)
     x = torch.zeros(20, dtype=torch.float64)
-    optimizer = LevenbergMarquardt([x], damping=0.0, solver="auto")
+    optimizer = lm([x], damping=0.0, solver="auto")
     optimizer.step(linear(wide, target[:6], x))
     assert optimizer.last_solver == "rows"
     assert (x - torch.linalg.pinv(wide) @ target[:6]).abs().max().item() <= 1e-10
@@ -68,7 +79,7 @@ def dense_reference_step(rows, jacobian, mu):
 
 def test_rosenbrock_steps_agree_with_the_dense_reference():
     p = torch.tensor([-1.2, 1.0], dtype=torch.float64)
-    optimizer = LevenbergMarquardt([p], damping=1e-3)
+    optimizer = lm([p], damping=1e-3)
     for _ in range(40):
         start = p.clone()
         rows, jacobian = rosenbrock_rows(start), torch.func.jacrev(rosenbrock_rows)(start)
@@ -84,7 +95,7 @@ def test_the_line_search_takes_the_best_length_of_its_grid():
     """Each iteration lands on start + t delta, t the grid length of lowest loss, delta the
     dense reference's step; mu stays at its first value while steps are accepted."""
     p = torch.tensor([-1.2, 1.0], dtype=torch.float64)
-    optimizer = LevenbergMarquardt([p], damping=1e-8, line_search=6)
+    optimizer = lm([p], damping=1e-8, line_search=6)
     lengths = set()
     for _ in range(60):
         start = p.clone()
@@ -103,7 +114,7 @@ def test_the_line_search_takes_the_best_length_of_its_grid():
     assert (p - 1).abs().max().item() <= 1e-10
     assert len(lengths) > 1  # the search did choose shorter steps on the way
     with pytest.raises(ConfigError, match="line_search must be a whole number >= 0"):
-        LevenbergMarquardt([p], line_search=-1)
+        lm([p], line_search=-1)
 
 
 def test_adapt_damping_moves_mu_by_the_length_the_search_takes():
@@ -113,7 +124,7 @@ def test_adapt_damping_moves_mu_by_the_length_the_search_takes():
     (-1.2, 1) at a first mu of 1e-6 the search takes lengths 1/16, 1/8, 1/2 and 1 (each rule
     met, 1/8 at the boundary), mu rises and falls back, and the iterates reach the minimum."""
     p = torch.tensor([-1.2, 1.0], dtype=torch.float64)
-    optimizer = LevenbergMarquardt([p], damping=1e-6, line_search=6, adapt_damping=True)
+    optimizer = lm([p], damping=1e-6, line_search=6, adapt_damping=True)
     seen, highest = [], 0.0
     for _ in range(200):
         start, before = p.clone(), optimizer.mu
@@ -133,7 +144,7 @@ def test_adapt_damping_moves_mu_by_the_length_the_search_takes():
     assert optimizer.mu == optimizer.initial_mu  # and the full ones brought it back
     assert (p - 1).abs().max().item() <= 1e-10
     with pytest.raises(ConfigError, match="adapt_damping must be true or false"):
-        LevenbergMarquardt([p], adapt_damping="yes")
+        lm([p], adapt_damping="yes")
 
 
 def small_pinn(generator, n_points=300, width=20, depth=3):
@@ -156,7 +167,7 @@ def test_a_small_pinn_steps_as_the_dense_reference(generator):
     problem, model, batch, engine, evaluate = small_pinn(generator)
     params = list(model.parameters())
     assert sum(p.numel() for p in params) == 921
-    optimizer = LevenbergMarquardt(params, damping=1e-3, solver="parameters")
+    optimizer = lm(params, damping=1e-3, solver="parameters")
     losses = []
     for _ in range(3):
         start = torch.cat([p.detach().flatten() for p in params])
@@ -177,7 +188,7 @@ def test_the_three_solvers_take_the_same_step(rows, columns, generator):
     steps = {}
     for solver in ("parameters", "rows", "cg"):
         x = torch.zeros(columns, dtype=torch.float64)
-        optimizer = LevenbergMarquardt([x], damping=1e-2, solver=solver)
+        optimizer = lm([x], damping=1e-2, solver=solver)
         optimizer.step(linear(matrix, target, x))
         assert optimizer.last_solver == solver
         steps[solver] = x
@@ -230,7 +241,7 @@ def test_the_matrix_free_cg_step_is_the_dense_step(generator):
             asked.append(jacobian)
             return evaluate(jacobian)
 
-        optimizer = LevenbergMarquardt(params, solver=solver, dense_limit=limit, line_search=1)
+        optimizer = lm(params, solver=solver, dense_limit=limit, line_search=1)
         optimizer.mu = optimizer.initial_mu = mu
         assert optimizer.step(recorded) is not None
         steps[solver] = torch.cat([p.detach().flatten() for p in params]) - start
@@ -247,31 +258,31 @@ def test_the_matrix_free_cg_step_is_the_dense_step(generator):
 
 def test_a_resumed_optimizer_continues_bit_identically():
     straight = torch.tensor([-1.2, 1.0], dtype=torch.float64)
-    whole = LevenbergMarquardt([straight], damping=1e-3)
+    whole = lm([straight], damping=1e-3)
     whole.iterate(rosenbrock(straight), 10, lambda loss, info: None)
 
     p = torch.tensor([-1.2, 1.0], dtype=torch.float64)
-    first = LevenbergMarquardt([p], damping=1e-3)
+    first = lm([p], damping=1e-3)
     first.iterate(rosenbrock(p), 5, lambda loss, info: None)
     saved, saved_p = first.state_dict(), p.clone()
     resumed_p = saved_p.clone()
-    resumed = LevenbergMarquardt([resumed_p], damping=1e-3)
+    resumed = lm([resumed_p], damping=1e-3)
     resumed.load_state_dict(saved)
     resumed.iterate(rosenbrock(resumed_p), 5, lambda loss, info: None)
     assert torch.equal(resumed_p, straight)
     assert resumed.state_dict() == whole.state_dict()
     alone = torch.tensor([-1.2, 1.0], dtype=torch.float64)  # a world of one: the same steps
-    LevenbergMarquardt([alone], damping=1e-3, world=World(0, 1)).iterate(
+    lm([alone], damping=1e-3, world=World(0, 1)).iterate(
         rosenbrock(alone), 10, lambda loss, info: None
     )
     assert torch.equal(alone, straight)
 
 
 def test_a_state_of_an_older_pinn_is_refused_in_one_line():
-    saved = LevenbergMarquardt([torch.zeros(2, dtype=torch.float64)]).state_dict()
+    saved = lm([torch.zeros(2, dtype=torch.float64)]).state_dict()
     del saved["initial_mu"]  # as the phase wrote it before its line search
     with pytest.raises(CheckpointError, match="lacks initial_mu.*without resume"):
-        LevenbergMarquardt([torch.zeros(2, dtype=torch.float64)]).load_state_dict(saved)
+        lm([torch.zeros(2, dtype=torch.float64)]).load_state_dict(saved)
 
 
 class ThreadWorld(World):
@@ -314,7 +325,7 @@ def test_two_processes_take_the_single_process_steps(solver, generator):
     start = torch.tensor([0.5, -1.0, 0.0], dtype=torch.float64)
     single = start.clone()
     whole = slice(None)
-    LevenbergMarquardt([single], solver=solver).iterate(
+    lm([single], solver=solver).iterate(
         evaluate_for(single, whole, 1.0), 6, lambda loss, info: None
     )
 
@@ -324,7 +335,7 @@ def test_two_processes_take_the_single_process_steps(solver, generator):
 
     def run(rank):
         p, part = halves[rank], slice(rank * 20, (rank + 1) * 20)
-        optimizer = LevenbergMarquardt([p], solver=solver, world=ThreadWorld(rank, exchange))
+        optimizer = lm([p], solver=solver, world=ThreadWorld(rank, exchange))
         optimizer.iterate(
             evaluate_for(p, part, 2**0.5), 6, lambda loss, info: losses[rank].append(loss.item())
         )
@@ -344,7 +355,7 @@ def test_a_float32_model_is_solved_in_float64_and_stays_float32(generator):
     target = torch.randn(50, dtype=torch.float64, generator=generator)
     solution = torch.linalg.lstsq(matrix, target[:, None]).solution[:, 0]
     x = torch.zeros(8, dtype=torch.float32)
-    optimizer = LevenbergMarquardt([x], damping=0.0)
+    optimizer = lm([x], damping=0.0)
     optimizer.step(linear(matrix.float(), target.float(), x))
     assert x.dtype == torch.float32
     assert (x.double() - solution).abs().max().item() <= 1e-5
@@ -352,11 +363,11 @@ def test_a_float32_model_is_solved_in_float64_and_stays_float32(generator):
 
 def test_stop_reasons_stall_and_plateau():
     p = torch.tensor([1.0, 1.0], dtype=torch.float64)  # the minimum: no step lowers the loss
-    optimizer = LevenbergMarquardt([p], damping=1e-3, max_tries=3)
+    optimizer = lm([p], damping=1e-3, max_tries=3)
     assert optimizer.iterate(rosenbrock(p), 5, lambda loss, info: None) == (0, STALLED)
     assert torch.equal(p, torch.tensor([1.0, 1.0], dtype=torch.float64))
     p = torch.tensor([-1.2, 1.0], dtype=torch.float64)
-    optimizer = LevenbergMarquardt([p], damping=1e-3, stall_window=2, stall_decrease=0.999999)
+    optimizer = lm([p], damping=1e-3, stall_window=2, stall_decrease=0.999999)
     done, why = optimizer.iterate(rosenbrock(p), 50, lambda loss, info: None)
     assert why == plateau_reason(2, 0.999999) and done < 50
 
@@ -381,7 +392,7 @@ def test_plateau_is_judged_on_each_steps_own_decrease_not_on_reweighted_losses()
     rule = {"damping": 0.0, "stall_window": 2, "stall_decrease": 0.5}
     p = torch.zeros(1, dtype=torch.float64)
     losses = []
-    optimizer = LevenbergMarquardt([p], **rule)
+    optimizer = lm([p], **rule)
     # Each step quarters its own loss while the reported loss grows 4x an iterate: progress.
     done, why = optimizer.iterate(reweighted(p, 2.0), 10, lambda loss, info: losses.append(loss))
     assert (done, why) == (10, None)
@@ -390,21 +401,21 @@ def test_plateau_is_judged_on_each_steps_own_decrease_not_on_reweighted_losses()
     # Steps that lower their own loss by 0.2 % each: the rule stops them once the window's 2
     # steps after the first are in.
     p = torch.zeros(1, dtype=torch.float64)
-    optimizer = LevenbergMarquardt([p], **rule)
+    optimizer = lm([p], **rule)
     done, why = optimizer.iterate(reweighted(p, 1000.0), 10, lambda loss, info: None)
     assert (done, why) == (3, plateau_reason(2, 0.5))
 
 
 def test_bad_settings_are_refused():
     p = torch.zeros(2)
-    with pytest.raises(ConfigError, match="solver='qr' is unknown; choose one of auto"):
-        LevenbergMarquardt([p], solver="qr")
+    with pytest.raises(ConfigError, match="solver must be one of auto, parameters"):
+        lm([p], solver="qr")
     with pytest.raises(ConfigError, match="solver=rows needs every row on one process"):
-        LevenbergMarquardt([p], solver="rows", world=World(0, 2))
+        lm([p], solver="rows", world=World(0, 2))
     with pytest.raises(ConfigError, match="damping must be a finite number >= 0"):
-        LevenbergMarquardt([p], damping=-1.0)
+        lm([p], damping=-1.0)
     with pytest.raises(ConfigError, match="scaling='log' is unknown"):
-        LevenbergMarquardt([p], scaling="log")
+        lm([p], scaling="log")
 
 
 @pytest.mark.slow
@@ -426,7 +437,7 @@ def test_from_an_adam_start_twenty_iterations_gain_an_order_of_magnitude(generat
 
     after_adam = rel_l2()
     start = [p.detach().clone() for p in params]
-    optimizer = LevenbergMarquardt(params)
+    optimizer = lm(params)
     assert optimizer.iterate(evaluate, 20, lambda loss, info: None) == (20, None)
     assert rel_l2() <= min(1e-3, after_adam / 10), after_adam
     # The phase's default rule (damping 1e-8, a 12-length search) from the same start: past
@@ -434,6 +445,6 @@ def test_from_an_adam_start_twenty_iterations_gain_an_order_of_magnitude(generat
     with torch.no_grad():
         for p, value in zip(params, start):
             p.copy_(value)
-    optimizer = LevenbergMarquardt(params, damping=1e-8, line_search=12)
+    optimizer = lm(params, damping=1e-8, line_search=12)
     assert optimizer.iterate(evaluate, 40, lambda loss, info: None) == (40, None)
     assert rel_l2() <= 1e-4, after_adam

@@ -14,6 +14,7 @@ from pinn.nn.mlp import MLP
 from pinn.problem import loss_terms, weighted_sum
 from pinn.problems.poisson import Poisson
 from pinn.training.optim.lbfgs import LBFGS, STALLED, TOLERANCE, plateau_reason
+from pinn.training.phases import LBFGSSettings
 from pinn.training.recording import Recorder
 
 
@@ -149,9 +150,14 @@ def run_torch(params, closure, iterations):
     return state["n_iter"], state["func_evals"]
 
 
+def lbfgs(params, **settings):
+    """pinn's LBFGS over `params`, with `LBFGSSettings` of no plateau stop (and `settings`)."""
+    return LBFGS(params, LBFGSSettings(**({"stall_window": 0, "stall_decrease": 0.0} | settings)))
+
+
 def run_pinn(params, closure, iterations, **options):
     """pinn's LBFGS: (losses reported, why it stopped, the optimiser)."""
-    optimizer = LBFGS(params, **options)
+    optimizer = lbfgs(params, **options)
     losses = []
     done, why = optimizer.iterate(
         lambda: (closure(), None), iterations, lambda loss, info: losses.append(loss.item())
@@ -244,7 +250,7 @@ def quadratic(lying=False):
             x.grad.neg_()
         return loss, None
 
-    return x, closure, LBFGS([x])
+    return x, closure, lbfgs([x])
 
 
 def test_a_zero_gradient_or_a_failed_line_search_stops_with_a_reason():
@@ -266,7 +272,7 @@ def test_chunks_continue_exactly_through_the_state_dict():
     params, closure = pinn_loss(1.0)
     chunked, state = [], None
     for _ in range(3):
-        optimizer = LBFGS(params)
+        optimizer = lbfgs(params)
         if state is not None:
             optimizer.load_state_dict(state)
         optimizer.iterate(lambda: (closure(), None), 10, lambda x, _: chunked.append(x.item()))

@@ -137,8 +137,8 @@ def test_resuming_with_another_phase_list_is_refused_in_one_line(written_checkpo
 @pytest.mark.parametrize(
     "block, message",
     [
-        ({"damping": 0.0}, "trainer.gauss_newton.damping must be a number > 0, got 0.0"),
-        ({"damping": True}, "trainer.gauss_newton.damping must be a number > 0, got True"),
+        ({"damping": -1.0}, "trainer.gauss_newton.damping must be a finite number >= 0, got -1.0"),
+        ({"damping": True}, "trainer.gauss_newton.damping must be a finite number >= 0, got True"),
         ({"solver": "qr"}, "trainer.gauss_newton.solver must be one of auto, parameters, rows"),
         ({"cg_iterations": 0}, "trainer.gauss_newton.cg_iterations must be a whole number >= 1"),
         ({"line_search": 1.5}, "trainer.gauss_newton.line_search must be a whole number >= 0"),

@@ -22,11 +22,14 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from pinn.training.optim.plateau import on_plateau
+
+if TYPE_CHECKING:  # the settings' module runs this algorithm: imported for the hints only
+    from pinn.training.phases.lbfgs import LBFGSSettings
 
 STALLED = "the line search found no lower loss"
 TOLERANCE = "the relative decrease of the loss fell below trainer.lbfgs.tolerance"
@@ -67,23 +70,19 @@ class LBFGS:
 
     Args:
         params: the tensors to optimise (their `.grad` is read after each closure call).
-        history_size: curvature pairs kept.
+        settings: `LBFGSSettings` (the block `trainer.lbfgs`): `history_size`, the curvature
+            pairs kept; `stall_window`, `stall_decrease`, stop (PLATEAU) once the last
+            `stall_window` iterations together lowered the loss by less than `stall_decrease`
+            of it (0 = never). `steps`, `tolerance` and `resample_every` are the phase's.
         max_evaluations: closure calls one line search may spend.
-        stall_window, stall_decrease: stop (PLATEAU) once the last `stall_window` iterations
-            together lowered the loss by less than `stall_decrease` of it (0 = never).
     """
 
     def __init__(
-        self,
-        params: Iterable[torch.Tensor],
-        history_size: int = 50,
-        max_evaluations: int = 25,
-        stall_window: int = 0,
-        stall_decrease: float = 0.0,
+        self, params: Iterable[torch.Tensor], settings: LBFGSSettings, max_evaluations: int = 25
     ):
         self.params = list(params)
-        self.history_size, self.max_evaluations = history_size, max_evaluations
-        self.stall_window, self.stall_decrease = stall_window, stall_decrease
+        self.history_size, self.max_evaluations = settings.history_size, max_evaluations
+        self.stall_window, self.stall_decrease = settings.stall_window, settings.stall_decrease
         self.iterations = 0
         self.evaluations = 0
         self.memory: list[tuple[torch.Tensor, torch.Tensor]] = []  # (s, y), oldest first

@@ -65,15 +65,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from pinn.errors import CheckpointError, ConfigError, is_finite_number, require_int
+from pinn.errors import CheckpointError, ConfigError, require_int
 from pinn.training.distributed import World
 from pinn.training.optim.damped_solves import cholesky_solve, conjugate_gradient
 from pinn.training.optim.jacobian_products import DenseJacobian
 from pinn.training.optim.plateau import on_plateau
+
+if TYPE_CHECKING:  # the settings' module runs this algorithm: imported for the hints only
+    from pinn.training.phases.gauss_newton import GaussNewtonSettings
 
 SOLVERS = ("auto", "parameters", "rows", "cg")
 STALLED = "no damping gave a step that lowers the loss"
@@ -93,45 +96,35 @@ class LevenbergMarquardt:
 
     Args:
         params: the tensors to optimise, in the order of the Jacobian's columns.
-        damping: the first mu, relative to the largest diagonal entry of J^T J.
-        solver: one of `SOLVERS`.
-        max_tries: refused steps in a row (each raising mu) before STALLED.
-        stall_window, stall_decrease: stop once the last `stall_window` iterations together
-            lowered the loss by less than `stall_decrease` of it (0 = never).
-        dense_limit: "auto" switches to "cg" above this many parameters.
-        cg_iterations, cg_tolerance: the conjugate-gradient solve's limits (relative residual).
+        settings: `GaussNewtonSettings` (the block `trainer.gauss_newton`, checked when made):
+            `damping`, the first mu relative to the largest diagonal entry of J^T J;
+            `solver`, one of `SOLVERS` ("auto": "cg" above `dense_limit` parameters);
+            `max_tries` refused steps in a row (each raising mu) before STALLED; the plateau
+            rule `stall_window`, `stall_decrease`; `cg_iterations`; `line_search`, 0 for plain
+            Levenberg-Marquardt (the full step or none), n > 0 for the best of the step
+            lengths 1, 1/2, ..., 1/2^(n-1) along each solved step (see `_search`);
+            `adapt_damping`, with a line search, mu moved by the length it takes (see
+            `_accept`) instead of held at its first value. `steps` and `resample_every` are
+            the phase's, not the algorithm's.
         world: the processes sharing the rows (one by default).
         dtype: the dtype of the normal equations (float64).
         scaling: "identity" (mu I) or "diagonal" (mu diag(J^T J)).
-        line_search: 0, plain Levenberg-Marquardt (the full step or none); n > 0, the best of
-            the step lengths 1, 1/2, ..., 1/2^(n-1) along each solved step (see `_search`).
+        cg_tolerance: the conjugate-gradient solve's relative residual.
         probes: "cg" on a matrix-free Jacobian: the Rademacher draws estimating diag(J^T J).
-        adapt_damping: with a line search, move mu by the length it takes (see `_accept`)
-            instead of holding it at its first value.
     """
 
     def __init__(
         self,
         params: Iterable[torch.Tensor],
-        damping: float = 1e-3,
-        solver: str = "auto",
-        max_tries: int = 10,
-        stall_window: int = 0,
-        stall_decrease: float = 0.0,
-        dense_limit: int = 6000,
-        cg_iterations: int = 500,
-        cg_tolerance: float = 1e-12,
+        settings: GaussNewtonSettings,
+        *,
         world: World | None = None,
         dtype: torch.dtype = torch.float64,
         scaling: str = "identity",
-        line_search: int = 0,
+        cg_tolerance: float = 1e-12,
         probes: int = 8,
-        adapt_damping: bool = False,
     ):
-        if solver not in SOLVERS:
-            raise ConfigError(f"solver={solver!r} is unknown; choose one of {', '.join(SOLVERS)}")
-        if not (is_finite_number(damping) and damping >= 0):
-            raise ConfigError(f"damping must be a finite number >= 0, got {damping!r}")
+        solver = settings.solver
         if scaling not in ("identity", "diagonal"):
             raise ConfigError(f"scaling={scaling!r} is unknown; choose identity or diagonal")
         if solver == "rows" and scaling != "identity":
@@ -143,19 +136,16 @@ class LevenbergMarquardt:
                 "solver=parameters, cg or auto"
             )
         self.params = list(params)
-        self.relative_damping, self.solver = float(damping), solver
-        self.max_tries, self.dense_limit = max_tries, dense_limit
-        self.stall_window, self.stall_decrease = stall_window, stall_decrease
-        self.cg_iterations, self.cg_tolerance = cg_iterations, cg_tolerance
+        self.relative_damping, self.solver = float(settings.damping), solver
+        self.max_tries, self.dense_limit = settings.max_tries, settings.dense_limit
+        self.stall_window, self.stall_decrease = settings.stall_window, settings.stall_decrease
+        self.cg_iterations, self.cg_tolerance = settings.cg_iterations, cg_tolerance
         self.dtype = dtype
         self.scaling = scaling
-        require_int("line_search", line_search, minimum=0)
-        self.line_search = line_search
+        self.line_search = settings.line_search
         require_int("probes", probes, minimum=1)
         self.probes = probes
-        if not isinstance(adapt_damping, bool):
-            raise ConfigError(f"adapt_damping must be true or false, got {adapt_damping!r}")
-        self.adapt_damping = adapt_damping
+        self.adapt_damping = settings.adapt_damping
         self.initial_mu: float | None = None
         self.mu: float | None = None  # set at the first iteration
         self.nu = 2.0  # the factor of mu at the next refusal

@@ -10,12 +10,14 @@ Each is a `Phase` (pinn.training.phases.base) in its own module, with its settin
 Adding an optimiser (gauss_newton.py is the example: the algorithm lives in
 pinn/training/optim/levenberg_marquardt.py, the phase only runs it):
 
-1. pinn/training/phases/<name>.py: a settings dataclass with `steps` and its own keys,
-   checked in `__post_init__`, and a `Phase` subclass with `name`, `title`, `settings_type`,
-   `run(state, parts, saved)` and `state_dict()`.
+1. pinn/training/phases/<name>.py: a settings dataclass with `steps` and its own keys, each
+   declared with `pinn.settings.setting(default, help)` (its one home: the config's defaults,
+   `--help` and the documentation read it) and checked in `__post_init__`, and a `Phase`
+   subclass with `name`, `title`, `settings_type`, `run(state, parts, saved)` and
+   `state_dict()`. The algorithm itself goes in pinn/training/optim/ and takes the settings
+   object, with no defaults of its own.
 2. One line in `PHASES` below, and its settings block as a field of `TrainSettings`
-   (`<name>: <Name>Settings = field(default_factory=<Name>Settings)`).
-3. Its block in conf/trainer/default.yaml, each key with its comment (`--help` reads them).
+   (`<name>: <Name>Settings = setting(help=..., factory=<Name>Settings)`).
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from pinn.errors import require_int, require_positive
+from pinn.settings import setting
 from pinn.training.optim.schedules import adam_schedule, check_schedule
 from pinn.training.phases.base import Phase
 
@@ -30,11 +31,15 @@ class AdamSettings:
         resample_every: steps between redraws of the points; 0 draws them once.
     """
 
-    steps: int = 1000
-    lr: float = 1e-3
-    lr_decay: float = 0.1
-    schedule: str = "exponential"
-    resample_every: int = 0
+    steps: int = setting(1000, "Adam steps (0 = none)")
+    lr: float = setting(1e-3, "Adam's initial learning rate")
+    lr_decay: float = setting(0.1, "the rate falls to lr * lr_decay by the last Adam step")
+    schedule: str = setting(
+        "exponential", "how it falls: exponential, cosine, linear or constant (lr throughout)"
+    )
+    resample_every: int = setting(
+        0, "Adam steps between redraws of the training points (0 = never)"
+    )
 
     def __post_init__(self) -> None:
         for key in ("steps", "resample_every"):

@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from pinn.errors import ConfigError, require_int, require_positive
+from pinn.errors import ConfigError, is_finite_number, require_int
 from pinn.problem.columns import GAUSS_NEWTON_PREFIX
+from pinn.settings import setting
 from pinn.training.optim.levenberg_marquardt import SOLVERS, LevenbergMarquardt
 from pinn.training.phases.base import Phase
 from pinn.training.rows.residual_rows import ResidualRows
@@ -53,17 +54,34 @@ class GaussNewtonSettings:
             between refusals: for a problem whose search keeps taking lengths of 1/16 or less.
     """
 
-    steps: int = 100
-    damping: float = 1e-8
-    line_search: int = 12
-    solver: str = "auto"
-    max_tries: int = 10
-    stall_window: int = 20
-    stall_decrease: float = 1e-3
-    dense_limit: int = 6000
-    cg_iterations: int = 500
-    resample_every: int = 0
-    adapt_damping: bool = False
+    steps: int = setting(100, "accepted iterations (0 = none)")
+    damping: float = setting(
+        1e-8,
+        "first damping, relative to the largest diagonal entry of J^T J (raised on refusals; "
+        "0: undamped Gauss-Newton)",
+    )
+    line_search: int = setting(
+        12,
+        "step lengths 1, 1/2, ..., 1/2^(n-1) tried along each step, the best taken (0 = plain LM)",
+    )
+    solver: str = setting(
+        "auto", "auto, parameters (P x P Cholesky), rows (R x R, when R < P) or cg (matrix-free)"
+    )
+    max_tries: int = setting(10, "refused steps in a row (each damping more) before it stops")
+    stall_window: int = setting(20, "stop once this many iterations together ...")
+    stall_decrease: float = setting(
+        1e-3, "... lowered the loss by less than this fraction (window 0 = never)"
+    )
+    dense_limit: int = setting(6000, "auto: conjugate gradients above this many parameters")
+    cg_iterations: int = setting(
+        500, "cg: the most Jacobian products (about 2 backward passes each) per solve"
+    )
+    resample_every: int = setting(
+        0, "iterations between redraws of the training points (0 = never)"
+    )
+    adapt_damping: bool = setting(
+        False, "true: damping x 1/length after a step of 1/8 or less, / 4 after a full one"
+    )
 
     def __post_init__(self) -> None:
         for key in ("steps", "stall_window", "line_search", "resample_every"):
@@ -71,7 +89,10 @@ class GaussNewtonSettings:
         require_int("trainer.gauss_newton.max_tries", self.max_tries, minimum=1)
         require_int("trainer.gauss_newton.dense_limit", self.dense_limit, minimum=1)
         require_int("trainer.gauss_newton.cg_iterations", self.cg_iterations, minimum=1)
-        require_positive("trainer.gauss_newton.damping", self.damping)
+        if not (is_finite_number(self.damping) and self.damping >= 0):
+            raise ConfigError(
+                f"trainer.gauss_newton.damping must be a finite number >= 0, got {self.damping!r}"
+            )
         if not isinstance(self.adapt_damping, bool):
             raise ConfigError(
                 f"trainer.gauss_newton.adapt_damping must be true or false, "
@@ -107,15 +128,7 @@ class GaussNewtonPhase(Phase):
         settings, log_every = self.settings, state.settings.log_every
         optimizer = LevenbergMarquardt(
             state.parameters,  # the Jacobian's columns: the network's, then the unknowns
-            damping=settings.damping,
-            line_search=settings.line_search,
-            solver=settings.solver,
-            max_tries=settings.max_tries,
-            stall_window=settings.stall_window,
-            stall_decrease=settings.stall_decrease,
-            dense_limit=settings.dense_limit,
-            cg_iterations=settings.cg_iterations,
-            adapt_damping=settings.adapt_damping,
+            settings,
             world=state.world,
         )
         if saved is not None:  # mu, the next refusal's factor, the recent losses

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from pinn.errors import ConfigError, require_int
+from pinn.settings import setting
 from pinn.training.optim.lbfgs import LBFGS
 from pinn.training.phases.base import Phase
 
@@ -37,12 +38,18 @@ class LBFGSSettings:
             PDE), the plateau window starts afresh (the loss jumps with the new points).
     """
 
-    steps: int = 1000
-    tolerance: float = 0.0
-    stall_window: int = 100
-    stall_decrease: float = 1e-3
-    history_size: int = 50
-    resample_every: int = 0
+    steps: int = setting(1000, "L-BFGS iterations (0 = none)")
+    tolerance: float = setting(
+        0.0, "stop once an iteration lowers the loss by less than this fraction (0 = never)"
+    )
+    stall_window: int = setting(100, "stop once this many iterations together ...")
+    stall_decrease: float = setting(
+        1e-3, "... lowered the loss by less than this fraction (window 0 = never)"
+    )
+    history_size: int = setting(50, "curvature pairs L-BFGS keeps (its memory)")
+    resample_every: int = setting(
+        0, "iterations between redraws of the training points (0 = never)"
+    )
 
     def __post_init__(self) -> None:
         for key in ("steps", "stall_window", "resample_every"):
@@ -70,12 +77,7 @@ class LBFGSPhase(Phase):
 
     def run(self, state: RunState, parts: Parts, saved: dict[str, Any] | None) -> None:
         settings, log_every = self.settings, state.settings.log_every
-        optimizer = LBFGS(
-            state.parameters,
-            history_size=settings.history_size,
-            stall_window=settings.stall_window,
-            stall_decrease=settings.stall_decrease,
-        )
+        optimizer = LBFGS(state.parameters, settings)
         if saved is not None:  # directions, step sizes, last gradient, ...
             optimizer.load_state_dict(saved["optimizer"])
         self.optimizer = optimizer

@@ -30,6 +30,7 @@ from pinn.nn.time_windows import TimeWindows
 from pinn.problem.columns import WINDOW
 from pinn.problem.problem import Problem
 from pinn.problem.time_windows import START_TERM, check_windowable, needs_rate, window_problem
+from pinn.settings import setting
 from pinn.training.callbacks import Callback
 from pinn.training.checkpoints import load_checkpoint, save_checkpoint
 from pinn.training.history import HISTORY_NAME, HistoryCSV
@@ -43,10 +44,18 @@ class WindowSettings:
     """The `windows` block of the config: count (0 or 1: no windows), weight, points,
     warm_start."""
 
-    count: int = 0
-    weight: float = 100.0
-    points: int = 1000
-    warm_start: bool = True
+    count: int = setting(
+        0, "equal time windows, one network each; 0 or 1: one network for all times"
+    )
+    weight: float = setting(
+        100.0, 'loss weight of the term "window_start": u = the previous window\'s u there'
+    )
+    points: int = setting(
+        1000, "points on each window's start where it takes the previous window's u"
+    )
+    warm_start: bool = setting(
+        True, "each window's network starts from the previous one's parameters"
+    )
 
     def __post_init__(self):
         if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 0:
