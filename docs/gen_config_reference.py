@@ -86,7 +86,7 @@ def cell(text: str) -> str:
     """Plain text for a table cell: Markdown's special characters escaped outside `code`."""
     parts = text.split("`")
     for i in range(0, len(parts), 2):  # the parts outside backticks
-        for char in "\\*_[]<>|":
+        for char in "\\*_[]<>":
             parts[i] = parts[i].replace(char, "\\" + char)
     return "`".join(parts).replace("|", "\\|")
 
@@ -99,7 +99,9 @@ def code(value: Any) -> str:
 def page(keys, groups, changes) -> str:
     blocks: dict[str, list[tuple[str, Any, str]]] = {}
     intros: dict[str, str] = {}
-    block_names = {key for key, value, _ in keys if isinstance(value, dict) and key != "problem"}
+    # A key whose default is a non-empty block (`trainer.adam`) heads a table of its own; an
+    # empty one (`problem.params: {}`) is a key like any other.
+    block_names = {key for key, value, _ in keys if isinstance(value, dict) and value}
     block_names |= {"model", "trainer", "problem"}
     for key, value, doc in keys:
         if key in block_names and isinstance(value, dict):

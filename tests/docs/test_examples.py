@@ -17,6 +17,9 @@ block run alone first runs the blocks above it.
   A sweep (`-m key=a,b`) composes each combination. `python benchmarks/<script>.py` must name a
   script that exists. Other commands are not run.
 - ```yaml: parsed.
+- Inline commands (`python -m pinn ...` or `pinn problem=...` in backticks, in a sentence or a
+  table) are composed as the blocks' are, in the page's folder after its blocks ran, unless they
+  hold a placeholder (`<...>`, `...`).
 
 Directives
 ----------
@@ -45,7 +48,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import itertools
 import os
 import re
 import shlex
@@ -78,6 +80,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 # The step and point counts of `make_run`: a finished run in a few seconds.
 TINY_RUN = [
+    "problem.n_interior=100",
+    "problem.n_boundary=20",
     "trainer.adam.steps=10",
     "trainer.lbfgs.steps=3",
     "trainer.gauss_newton.steps=2",
@@ -216,9 +220,10 @@ def run_page_until(block: Block, page_runs, make_run, tmp_path_factory, monkeypa
 
 def forget_modules_in(folder: Path) -> None:
     """Drop the modules a page imported from its folder (another page may reuse the names)."""
+    prefix = str(folder) + os.sep
     for name, module in list(sys.modules.items()):
         file = getattr(module, "__file__", None)
-        if file and Path(file).resolve().is_relative_to(folder.resolve()):
+        if file and file.startswith(prefix):
             del sys.modules[name]
 
 
@@ -240,8 +245,7 @@ def run_block(block: Block, state: PageRun) -> None:
     elif block.lang in ("bash", "sh", "shell"):
         for overrides in pinn_commands(code, block):
             for combination in sweep(overrides):
-                config = compose_and_check(combination)
-                check_problem_params(config)
+                check_command(combination)
     else:
         yaml.safe_load(code)
 
@@ -327,7 +331,9 @@ def expand(argument: str) -> str:
 
 
 def sweep(arguments: list[str]) -> list[list[str]]:
-    """The override lists a command runs: one, or each combination of a sweep's values."""
+    """The override lists to check for a command: its own, or for a sweep (`-m a=1,2 b=x,y`)
+    the first combination and then each other value of each key with the others' first (every
+    value is composed once; the full product would add nothing)."""
     if any(argument in NO_COMPOSE for argument in arguments):
         return []
     multirun = "-m" in arguments or "--multirun" in arguments
@@ -341,7 +347,11 @@ def sweep(arguments: list[str]) -> list[list[str]]:
         key, _, value = override.partition("=")
         values = top_level_split(value) if "=" in override else [None]
         choices.append([override if v is None else f"{key}={v}" for v in values])
-    return [list(combination) for combination in itertools.product(*choices)]
+    first = [options[0] for options in choices]
+    combinations = [first]
+    for k, options in enumerate(choices):
+        combinations += [[*first[:k], option, *first[k + 1 :]] for option in options[1:]]
+    return combinations
 
 
 def top_level_split(value: str) -> list[str]:
@@ -356,6 +366,19 @@ def top_level_split(value: str) -> list[str]:
         else:
             current += char
     return [*parts, current]
+
+
+CHECKED: set[tuple] = set()  # (overrides, the folder's conf/ or None): composed already
+
+
+def check_command(overrides: list[str]) -> None:
+    """Compose and check a command's overrides in the working directory (once per set of
+    overrides and user conf/ folder: many pages repeat `python -m pinn problem=poisson`)."""
+    conf = Path("conf").resolve() if Path("conf").is_dir() else None
+    key = (tuple(overrides), conf)
+    if key not in CHECKED:
+        check_problem_params(compose_and_check(overrides))
+        CHECKED.add(key)
 
 
 def check_problem_params(config) -> None:
@@ -376,6 +399,38 @@ def test_example(block, page_runs, make_run, tmp_path_factory, monkeypatch):
     if "skip" in block.directive:
         pytest.skip(block.directive["skip"])
     run_page_until(block, page_runs, make_run, tmp_path_factory, monkeypatch)
+
+
+INLINE = re.compile(r"(?<!`)`((?:python -m pinn|pinn) [^`]+)`(?!`)")
+
+
+def inline_commands(page: Path) -> list[str]:
+    """The inline commands of a page, outside its code blocks, without placeholders."""
+    text = page.read_text()
+    text = re.sub(r"^( *)```.*?^\1```", "", text, flags=re.S | re.M)  # drop the fenced blocks
+    commands = [" ".join(m.group(1).replace("\\|", "|").split()) for m in INLINE.finditer(text)]
+    return [c for c in commands if not re.search(r"<[^>]*>|\.\.\.|\bN\b", c)]
+
+
+PAGES_WITH_INLINE = [page for page in PAGES if inline_commands(page)]
+
+
+@pytest.mark.parametrize(
+    "page", PAGES_WITH_INLINE, ids=[str(p.relative_to(ROOT)) for p in PAGES_WITH_INLINE]
+)
+def test_inline_commands(page, page_runs, make_run, tmp_path_factory, monkeypatch):
+    blocks = [b for b in BLOCKS[page] if b.lang in RUNNABLE]
+    if blocks:  # the page's files (a problem's yaml) first
+        run_page_until(blocks[-1], page_runs, make_run, tmp_path_factory, monkeypatch)
+        monkeypatch.chdir(page_runs[page].folder)
+        monkeypatch.syspath_prepend(str(page_runs[page].folder))
+    else:
+        monkeypatch.chdir(tmp_path_factory.mktemp("inline"))
+    block = Block(page, 0, "bash", "")
+    for command in inline_commands(page):
+        for arguments in pinn_commands(command, block):
+            for combination in sweep(arguments):
+                check_command(combination)
 
 
 # What the pages may call `pinn.<name>`: the public surface after the restructure (these names
