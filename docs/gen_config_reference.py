@@ -32,8 +32,10 @@ def read_config() -> tuple[list[tuple[str, Any, str]], dict[str, list[str]], dic
 
     base = pinn.compose_config(["~problem"])
     docs = key_docs(CONF_DIR)
-    keys = [(key, plain(OmegaConf.select(base, key, throw_on_missing=False)), doc)
-            for key, doc in docs.items()]
+    keys = [
+        (key, plain(OmegaConf.select(base, key, throw_on_missing=False)), doc)
+        for key, doc in docs.items()
+    ]
     keys = [(key, "???" if key == "problem.target" else value, doc) for key, value, doc in keys]
     groups = {
         folder.name: sorted(path.stem for path in folder.glob("*.yaml"))
@@ -45,9 +47,7 @@ def read_config() -> tuple[list[tuple[str, Any, str]], dict[str, list[str]], dic
     for name in groups.get("problem", []):
         flat = _flatten(plain(pinn.compose_config([f"problem={name}"])))
         changes[name] = {
-            key: value
-            for key, value in flat.items()
-            if flat_base.get(key, _ABSENT) != value
+            key: value for key, value in flat.items() if flat_base.get(key, _ABSENT) != value
         }
     return keys, groups, changes
 
@@ -155,7 +155,9 @@ def page(keys, groups, changes) -> str:
         "| --- | --- |",
     ]
     for name, changed in changes.items():
-        listed = "<br>".join(f"{code(key + '=' + literal(value))}" for key, value in changed.items())
+        listed = "<br>".join(
+            f"{code(key + '=' + literal(value))}" for key, value in changed.items()
+        )
         lines.append(f"| `{name}` | {listed} |")
     return "\n".join(lines) + "\n"
 

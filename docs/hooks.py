@@ -36,8 +36,9 @@ SOURCES = ("pinn/**/*.py", "problems/**/*.py", "conf/**/*.yaml")
 class _KnownDocstringProblems(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        return not any(where in message and message.endswith(what)
-                       for where, what in KNOWN_DOCSTRING_PROBLEMS)
+        return not any(
+            where in message and message.endswith(what) for where, what in KNOWN_DOCSTRING_PROBLEMS
+        )
 
 
 def on_startup(**kwargs) -> None:

@@ -120,9 +120,13 @@ def blocks_of(page: Path) -> list[Block]:
         end = i + 1
         while end < len(lines) and lines[end].strip() != "```":
             end += 1
-        body = [line[len(indent) :] if line.startswith(indent) else line for line in lines[i + 1 : end]]
+        body = [
+            line[len(indent) :] if line.startswith(indent) else line for line in lines[i + 1 : end]
+        ]
         directive = directive_above(lines, i, page)
-        blocks.append(Block(page, i + 2, opening["lang"].lower(), "\n".join(body) + "\n", directive))
+        blocks.append(
+            Block(page, i + 2, opening["lang"].lower(), "\n".join(body) + "\n", directive)
+        )
         i = end + 1
     return blocks
 
@@ -358,7 +362,7 @@ def top_level_split(value: str) -> list[str]:
     """`a,b` -> [a, b]; commas inside brackets and braces stay."""
     parts, depth, current = [], 0, ""
     for char in value:
-        depth += char in "[{(" 
+        depth += char in "[{("
         depth -= char in "]})"
         if char == "," and depth == 0:
             parts.append(current)
