@@ -86,14 +86,13 @@ def cell(text: str) -> str:
     """Plain text for a table cell: Markdown's special characters escaped outside `code`."""
     parts = text.split("`")
     for i in range(0, len(parts), 2):  # the parts outside backticks
-        for char in "\\*_[]<>":
+        for char in "\\*_[]<>|":
             parts[i] = parts[i].replace(char, "\\" + char)
-    return "`".join(parts).replace("|", "\\|")
+    return "`".join(parts)  # a | inside `code` stays: tables respect code spans
 
 
 def code(value: Any) -> str:
-    text = literal(value).replace("|", "\\|")
-    return f"`{text}`"
+    return f"`{literal(value)}`"
 
 
 def page(keys, groups, changes) -> str:

@@ -14,7 +14,7 @@ block run alone first runs the blocks above it.
 - ```bash, ```sh: every command that starts pinn (`pinn ...`, `python -m pinn ...`,
   `torchrun ... -m pinn ...`) has its overrides composed (`compose_and_check`: Hydra, then the
   schema) in the page's folder, its `problem.params` bound to the problem class's constructor.
-  A sweep (`-m key=a,b`) composes each combination. `python benchmarks/<script>.py` must name a
+  A sweep (`-m a=1,2 b=x,y`) composes each value once. `python benchmarks/<script>.py` must name a
   script that exists. Other commands are not run.
 - ```yaml: parsed.
 - Inline commands (`python -m pinn ...` or `pinn problem=...` in backticks, in a sentence or a
@@ -27,16 +27,23 @@ An HTML comment just above a block (invisible on the page) changes what the test
 Its body is YAML:
 
     <!-- docs-test
-    replace:                              # substitutions, applied in order; each `old` must
-      "AdamSettings(steps=1000)": "AdamSettings(steps=20)"   # occur in the block (so a change
-    before: |                             # to the page is noticed here); then optional hidden
-      make_run("outputs/poisson/run", "problem=poisson")    # code run before and after it,
-    after: |                              # in one unit with the block (a `before` may open a
-      assert metrics["rel_l2"] < 1        # class whose body is the block: a fragment)
-    file: reaction.py                     # write the block to this file of the page's folder
-    -->                                   # instead of running it (a python file is compiled)
+    replace:
+      "AdamSettings(steps=1000)": "AdamSettings(steps=20)"
+    before: |
+      make_run("outputs/poisson/run", "problem=poisson")
+    after: |
+      assert metrics["rel_l2"] < 1
+    -->
 
-or `<!-- docs-test: skip <reason> -->` to skip a block (the test reports the reason). Use
+- `replace`: substitutions applied to the block, in order; each `old` must occur in it (so a
+  change to the page is noticed here).
+- `before`: hidden code run first, compiled in one unit with the block: a `before` may open a
+  class whose body the block is (a fragment of a problem module).
+- `after`: hidden code run after the block: checks.
+- `file: reaction.py`: write the block into this file of the page's folder instead of running
+  it (a python file is compiled, a yaml file parsed).
+
+`<!-- docs-test: skip <reason> -->` skips a block (the test reports the reason). Use
 `replace` to shrink step and point counts, and to fill in placeholders such as `<run dir>`:
 a command line with an unfilled `<...>` fails.
 
