@@ -74,9 +74,8 @@ import pinn  # noqa: E402
 
 def compose_and_check(overrides: list[str]):
     """The config `python -m pinn <overrides>` would run in the working directory, checked
-    against the schema. (These two imports move with the restructure: rewire them here.)"""
-    from pinn import compose_config
-    from pinn.run.schema import check_config
+    against the schema."""
+    from pinn.config import check_config, compose_config
 
     config = compose_config(overrides)
     check_config(config)
@@ -444,16 +443,8 @@ def test_inline_commands(page, page_runs, make_run, tmp_path_factory, monkeypatc
                 check_command(combination)
 
 
-# What the pages may call `pinn.<name>`: the public surface after the restructure (these names
-# leave the top level, so the pages must not use them).
-LEAVING = {
-    "ENGINES", "Engine", "Batch", "BoundaryPoints", "REFINEMENTS", "SAMPLING_METHODS",
-    "residual_magnitude", "ResidualMLP", "LossWeights", "WEIGHTINGS", "QuantityTools",
-    "loss_terms", "weighted_sum", "Unknowns", "taylor_forward", "taylor_hessian",
-    "taylor_hessian_diag", "taylor_laplacian", "TaylorModeUnsupported",
-}  # fmt: skip
-COMING = {"BoundaryResidual"}
-PUBLIC = (set(pinn.__all__) - LEAVING) | COMING | {"problems"}
+# What the pages may call `pinn.<name>`: the public surface, and the problem library.
+PUBLIC = set(pinn.__all__) | {"problems"}
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
