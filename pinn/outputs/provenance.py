@@ -8,8 +8,10 @@ versions of pinn, torch and Python, and when the run started and ended.
 
 from __future__ import annotations
 
+import inspect
 import platform
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -38,11 +40,17 @@ def problem_name(cfg: DictConfig) -> str:
     return module.rpartition(".")[2]
 
 
-def provenance(cfg: DictConfig, device: torch.device, started: str, ended: str) -> dict[str, Any]:
-    """metrics.json's record of the run: problem (config name and target class), seed, device
-    (the one this process trained on), dtype, versions, started and ended (ISO 8601, UTC)."""
+def provenance(
+    cfg: DictConfig, device: torch.device, started: str, ended: str, problem: object = None
+) -> dict[str, Any]:
+    """metrics.json's record of the run: problem (config name, target class and, given the
+    `problem`, the file its class is defined in), seed, device (the one this process trained
+    on), dtype, versions, started and ended (ISO 8601, UTC)."""
+    record = {"name": problem_name(cfg), "target": str(cfg.problem.target)}
+    if problem is not None:
+        record["file"] = source_file(type(problem))
     return {
-        "problem": {"name": problem_name(cfg), "target": str(cfg.problem.target)},
+        "problem": record,
         "seed": int(cfg.seed),
         "device": str(device),
         "dtype": str(cfg.dtype),
@@ -54,3 +62,11 @@ def provenance(cfg: DictConfig, device: torch.device, started: str, ended: str) 
         "started": started,
         "ended": ended,
     }
+
+
+def source_file(cls: type) -> str | None:
+    """The absolute path of the file `cls` is defined in (None for one made at run time)."""
+    try:
+        return str(Path(inspect.getfile(cls)).resolve())
+    except (TypeError, OSError):
+        return None

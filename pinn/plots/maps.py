@@ -27,6 +27,7 @@ from pinn.plots.parts import (
 )
 
 _SLICES = 3  # values of the last coordinate at which a 3-D (or more) solution is drawn
+_FEW_INSIDE = 0.01  # a plane at an end with less of its grid inside moves inward
 
 
 class Plane(NamedTuple):
@@ -68,17 +69,26 @@ def plane(domain: Domain, n: int, like: dict, fixed: dict[int, float]) -> Plane:
 
 def slices(domain: Domain, n: int, like: dict) -> list[Plane]:
     """The plane of a 2-D domain; else the first two coordinates at `_SLICES` values of the
-    last (the others at the centre of the bounding box): evenly inside its range, or for time
-    evenly up to the final time, where a time-dependent error has grown most (t = T/3, 2T/3,
-    T from 0)."""
+    last (the others at the centre of the bounding box): for time, evenly up to the final time,
+    where a time-dependent error has grown most (t = T/3, 2T/3, T from 0); for any other
+    coordinate (a third one in space, a coefficient given as an input), both ends of its range
+    and its middle, since the error usually peaks at the ends. An end whose plane holds almost
+    none of the domain (the pole of a ball) moves a tenth of the range inward."""
     if domain.dim == 2:
         return [plane(domain, n, like, {})]
     middle = {a: (domain.lower[a] + domain.upper[a]) / 2 for a in range(2, domain.dim)}
     last = domain.dim - 1
-    values = np.linspace(domain.lower[last], domain.upper[last], _SLICES + 2)[1:-1]
+    low, high = domain.lower[last], domain.upper[last]
     if time_axis(domain) == last:
-        values = np.linspace(domain.lower[last], domain.upper[last], _SLICES + 1)[1:]
-    return [plane(domain, n, like, {**middle, last: float(v)}) for v in values]
+        values = np.linspace(low, high, _SLICES + 1)[1:]
+        return [plane(domain, n, like, {**middle, last: float(v)}) for v in values]
+    planes = []
+    for value, inward in zip(np.linspace(low, high, _SLICES), (1, 0, -1)):
+        at = plane(domain, n, like, {**middle, last: float(value)})
+        if inward and at.inside.mean() < _FEW_INSIDE:
+            at = plane(domain, n, like, {**middle, last: float(value + inward * (high - low) / 10)})
+        planes.append(at)
+    return planes
 
 
 def output_maps(figure: Figure, rows, problem, model, truth: Truth, k: int, planes, scale) -> None:

@@ -5,8 +5,9 @@
     1-D                      u(x), predicted and true
     1 space dim + time       maps over (x, t), and u(x) at a few times against the true one
     2-D                      colour maps over the bounding box, blank outside the shape
-    3-D and more             maps of the first two coordinates at three values of the last
-                             (the others at the centre of the bounding box)
+    3-D and more             maps of the first two coordinates at three values of the last:
+                             its ends and middle, or in time T/3, 2T/3, T (the others at the
+                             centre of the bounding box)
 
 The true solution is the exact one where the problem has it, else its reference data (drawn
 at the reference points). An output's predicted and true maps share one colour scale, its

@@ -7,9 +7,11 @@ values = run.predict(points)     # {"u": (N,)} at (N, d) points, numpy or torch
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,8 @@ from pinn.run.build import build_model, device_of, dtype_of
 from pinn.training.checkpoints import CHECKPOINT_NAME, check_run_entries, load_checkpoint
 from pinn.training.strategies.time_marching import trained_windows
 
+log = logging.getLogger("pinn")
+
 
 @dataclass
 class LoadedRun:
@@ -38,20 +42,40 @@ class LoadedRun:
     config: DictConfig
     metrics: dict[str, Any]
     run_dir: Path
+    _warned_outside: bool = field(default=False, repr=False)
 
     def predict(self, points: np.ndarray | torch.Tensor) -> dict[str, np.ndarray | torch.Tensor]:
         """{output name: (N,) values} at (N, d) points, in the model's dtype.
 
         numpy in (or anything np.asarray takes), numpy out; a tensor in, tensors out on its
-        device. Raises ConfigError for points not shaped (N, d).
+        device. Raises ConfigError for points not shaped (N, d). Points outside the domain (its
+        boundary included) are predicted too, with a warning, once: the network is
+        extrapolated there.
         """
         parameter = next(self.model.parameters())
         is_tensor = isinstance(points, torch.Tensor)
         x = points if is_tensor else torch.from_numpy(np.asarray(points))
         self._check_shape(tuple(x.shape))
+        self._warn_if_outside(x)
         values = predict(self.model, x.to(dtype=parameter.dtype, device=parameter.device))
         values = values.to(points.device) if is_tensor else values.cpu().numpy()
         return {name: values[:, k] for k, name in enumerate(self.problem.outputs)}
+
+    def _warn_if_outside(self, x: torch.Tensor) -> None:
+        if self._warned_outside:
+            return
+        outside = ~self.problem.domain.contains(x.detach().double().cpu(), closed=True)
+        if outside.any():
+            self._warned_outside = True
+            first = [round(v, 6) for v in x[outside][0].tolist()]
+            log.warning(
+                "predict: %d of the %d points lie outside the domain (the first: %s, "
+                "coordinates %s): the network is extrapolated there",
+                int(outside.sum()),
+                len(outside),
+                first,
+                list(self.problem.domain.names),
+            )
 
     def _check_shape(self, shape: tuple[int, ...]) -> None:
         names = self.problem.domain.names
@@ -77,6 +101,7 @@ def load_run(run_dir: str | Path, device: str | torch.device = "cpu") -> LoadedR
     metrics = _metrics_of(run_dir)
     target = device_of(device)
     dtype = dtype_of(config.dtype)
+    _check_importable(str(config.problem.target), metrics, run_dir)
     problem = load_problem(config.problem.target, OmegaConf.to_container(config.problem.params))
 
     settings = check_config(config)  # its blocks typed (keys pinn added since: their defaults)
@@ -99,6 +124,37 @@ def load_run(run_dir: str | Path, device: str | torch.device = "cpu") -> LoadedR
     model.eval()
     _attach_learned_unknowns(problem, state.get("unknowns") or {}, dtype, target)
     return LoadedRun(problem, model, config, metrics, run_dir)
+
+
+def _check_importable(target: str, metrics: Mapping[str, Any], run_dir: Path) -> None:
+    """Refuse, saying how to make it importable, a run whose problem module Python cannot find
+    here (a module of one's own, run from another folder than the one the run started in)."""
+    module = target.rpartition(".")[0]
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package that is missing too
+        found = False
+    if found:
+        return
+    file = (metrics.get("problem") or {}).get("file")
+    if file:
+        folder = Path(file).parent
+        for _ in range(module.count(".")):  # a module in a package: the package's parent
+            folder = folder.parent
+        how = (
+            f"the run's problem was defined in {file}: put {folder} on the path first, "
+            f"sys.path.insert(0, {str(folder)!r}) in Python or PYTHONPATH={folder} in the shell, "
+            "or call load_run from that folder"
+        )
+    else:
+        how = (
+            "put the folder holding it on the path first (sys.path.insert(0, <folder>), or "
+            "PYTHONPATH), or call load_run from the folder the run was started in"
+        )
+    raise ConfigError(
+        f"load_run: the run in {run_dir} trained problem.target={target!r}, and Python cannot "
+        f"import its module {module!r} here; {how}"
+    )
 
 
 def _finished_state(run_dir: Path) -> dict[str, Any]:

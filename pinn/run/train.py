@@ -203,7 +203,7 @@ def _train(
     metrics = summarise(result, validator, model, wall_time, unknowns.values(), problem)
     sizes = config.problem.n_interior, config.problem.n_boundary
     metrics["fresh_loss"] = fresh_loss(problem, model, *sizes, weights, config.engine)
-    metrics |= provenance(cfg, device, started_at, utc_now())
+    metrics |= provenance(cfg, device, started_at, utc_now(), problem)
     if world.is_main:
         if unknowns.names:
             learned = ", ".join(f"{n} = {value:.10g}" for n, value in unknowns.values().items())

@@ -106,13 +106,19 @@ def test_a_shape_is_drawn_blank_outside():
     assert np.isfinite(values.reshape(41, 41)[~outside]).all()
 
 
-def test_three_dimensions_are_drawn_as_slices():
+def test_three_dimensions_are_drawn_as_slices_at_the_ends_and_the_middle():
+    # A ball's poles hold one point of a plane: its end slices move a tenth of the range inward.
     problem = Smooth(Ball([0.0, 0.0, 0.0], 1.0), outputs=("u", "v"))
     figure = solution_figure(problem, model_for(problem), n_per_dim=21)
     predicted = [t for t in titles(figure) if t.startswith("predicted")]
     assert predicted == [
-        f"predicted {out} at z = {z}" for out in ("u", "v") for z in ("-0.5", "0", "0.5")
+        f"predicted {out} at z = {z}" for out in ("u", "v") for z in ("-0.8", "0", "0.8")
     ]
+    # A box (a coefficient's range, say): the ends themselves, where the error usually peaks.
+    problem = Smooth(Box([0.0, 0.0, 1.0], [1.0, 1.0, 3.0]))
+    figure = solution_figure(problem, model_for(problem), n_per_dim=11)
+    predicted = [t for t in titles(figure) if t.startswith("predicted")]
+    assert predicted == [f"predicted u at z = {z}" for z in ("1", "2", "3")]
 
 
 def test_two_space_dimensions_and_time_are_drawn_up_to_the_final_time():
@@ -270,15 +276,13 @@ def test_predicted_and_exact_share_one_colour_scale_and_the_error_has_its_own():
 def test_each_output_has_its_own_scale_over_all_its_slices():
     problem = Smooth(Box([0.0, 0.0, 0.0], [1.0, 1.0, 1.0]), outputs=("u", "v"))
     figure = solution_figure(problem, model_for(problem), n_per_dim=11)
-    drawn = images(
-        figure
-    )  # rows: u at z = 0.25, 0.5, 0.75, then v; columns: predicted, exact, error
+    drawn = images(figure)  # rows: u at z = 0, 0.5, 1, then v; columns: predicted, exact, error
     rows = [drawn[i : i + 3] for i in range(0, len(drawn), 3)]
     u_scales = {row[k].get_clim() for row in rows[:3] for k in (0, 1)}
     v_scales = {row[k].get_clim() for row in rows[3:] for k in (0, 1)}
     assert len(u_scales) == len(v_scales) == 1
-    assert u_scales.pop() == pytest.approx((0.25, 2.76))  # u = x + y + z (+ 0.01 predicted)
-    assert v_scales.pop() == pytest.approx((0.5, 5.51))  # v = 2(x + y + z) (+ 0.01)
+    assert u_scales.pop() == pytest.approx((0.0, 3.01))  # u = x + y + z (+ 0.01 predicted)
+    assert v_scales.pop() == pytest.approx((0.0, 6.01))  # v = 2(x + y + z) (+ 0.01)
     assert {row[2].colorbar.ax.get_ylabel() for row in rows} == {"|error|"}
     assert [rows[0][0].colorbar.ax.get_ylabel(), rows[3][0].colorbar.ax.get_ylabel()] == ["u", "v"]
 

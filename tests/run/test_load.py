@@ -1,6 +1,7 @@
 """load_run: a finished run back from its directory predicts what the run wrote, bit for bit."""
 
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -134,3 +135,65 @@ def test_a_device_this_machine_lacks_is_refused(poisson_run):
         pytest.skip("this machine has a GPU")
     with pytest.raises(ConfigError, match="no cuda device"):
         load_run(poisson_run, device="cuda")
+
+
+REACTION = """
+from math import pi
+
+import torch
+
+from pinn import Box, Dirichlet, Problem
+
+
+class Reaction(Problem):
+    domain = Box([0.0], [1.0])
+    conditions = [Dirichlet(on="boundary", value=0.0)]
+
+    def residual(self, x, u):
+        return -u.d2("x") + u() - (1 + pi**2) * torch.sin(pi * x[:, 0])
+
+    def exact(self, x):
+        return torch.sin(pi * x[:, 0])
+"""
+
+
+def test_a_run_of_ones_own_module_from_another_folder_says_how_to_import_it(tmp_path, monkeypatch):
+    folder = tmp_path / "mine"
+    (folder / "conf" / "problem").mkdir(parents=True)
+    (folder / "my_reaction.py").write_text(REACTION)
+    (folder / "conf" / "problem" / "my_reaction.yaml").write_text(
+        "target: my_reaction.Reaction\nn_interior: 32\nn_boundary: 2\n"
+    )
+    monkeypatch.chdir(folder)
+    monkeypatch.syspath_prepend(str(folder))
+    train(compose_config([*SMALL, "problem=my_reaction"]), folder / "run")
+    assert json.loads((folder / "run" / "metrics.json").read_text())["problem"]["file"] == str(
+        folder / "my_reaction.py"
+    )
+    monkeypatch.chdir(tmp_path)  # another session, in another folder
+    monkeypatch.setattr(sys, "path", [path for path in sys.path if path != str(folder)])
+    monkeypatch.delitem(sys.modules, "my_reaction")
+    with pytest.raises(ConfigError) as refused:
+        load_run(folder / "run")
+    assert str(refused.value) == (
+        f"load_run: the run in {folder / 'run'} trained problem.target='my_reaction.Reaction', "
+        "and Python cannot import its module 'my_reaction' here; the run's problem was defined "
+        f"in {folder / 'my_reaction.py'}: put {folder} on the path first, "
+        f"sys.path.insert(0, {str(folder)!r}) in Python or PYTHONPATH={folder} in the shell, "
+        "or call load_run from that folder"
+    )
+    monkeypatch.syspath_prepend(str(folder))  # as it says
+    assert load_run(folder / "run").predict([[0.5]])["u"].shape == (1,)
+
+
+def test_points_outside_the_domain_are_predicted_with_one_warning(poisson_run, pinn_messages):
+    run = load_run(poisson_run)
+    run.predict([[0.5, 0.5]])
+    assert pinn_messages() == []
+    values = run.predict([[0.5, 0.5], [1.5, 0.5], [2.0, 2.0]])["u"]
+    run.predict([[3.0, 3.0]])  # said once
+    assert np.isfinite(values).all()
+    assert pinn_messages() == [
+        "predict: 2 of the 3 points lie outside the domain (the first: [1.5, 0.5], coordinates "
+        "['x', 'y']): the network is extrapolated there"
+    ]
