@@ -68,9 +68,9 @@ def pinn_network(seed: int, rescale: bool) -> nn.Module:
     """pinn's MLP of the same architecture, seeded; rescaling [0, 1]² to [-1, 1]² if asked."""
     import pinn
 
-    corners = {"lower": [0.0, 0.0], "upper": [1.0, 1.0]} if rescale else {}
+    corners = pinn.InputOptions(lower=[0.0, 0.0], upper=[1.0, 1.0]) if rescale else None
     generator = torch.Generator().manual_seed(seed)
-    return pinn.MLP(2, 1, WIDTH, DEPTH, "tanh", generator=generator, **corners)
+    return pinn.MLP(2, 1, WIDTH, DEPTH, "tanh", corners, generator=generator)
 
 
 def copy_linear_weights(source: nn.Module, target: nn.Module) -> None:

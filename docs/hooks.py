@@ -10,7 +10,8 @@
 - The notebooks' kernels do not print tqdm's "IProgress not found" warning (ipywidgets is not
   a dependency; the progress bars are off in the notebooks).
 - `KNOWN_DOCSTRING_PROBLEMS`: warnings from docstrings in pinn/ that `--strict` would fail on,
-  each until its docstring is fixed (docs/contributing.md). Every other warning still fails.
+  each until its docstring is fixed (docs/contributing.md; none today). Every other warning
+  still fails.
 """
 
 from __future__ import annotations
@@ -22,12 +23,7 @@ import shutil
 from pathlib import Path
 
 # (the object whose docstring warns, the end of the warning): remove an entry once fixed.
-KNOWN_DOCSTRING_PROBLEMS = [
-    # "values[i, j, ...] at (axes[0][i], axes[1][j], ...)" outside backticks: Markdown reads
-    # "[0][i]" as a reference link to "i".
-    ("(pinn.on_grid)", "Could not find cross-reference target 'i'"),
-    ("(pinn.on_grid)", "Could not find cross-reference target 'j'"),
-]
+KNOWN_DOCSTRING_PROBLEMS: list[tuple[str, str]] = []
 AUTOREFS_LOGGER = "mkdocs.plugins.mkdocs_autorefs._internal.plugin"
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ("pinn/**/*.py", "problems/**/*.py", "conf/**/*.yaml")

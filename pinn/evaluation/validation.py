@@ -94,12 +94,15 @@ class Validator:
         points: (M, d) points at which to compare with the exact solution. None (the default):
             the problem's reference data where it gives some, else the exact solution at
             `evaluation_points(problem)`.
-        dtype, device: of the evaluation set when `points` is None.
+        dtype: of the evaluation set when `points` is None.
+        device: likewise.
 
     Attributes:
-        points: (M, d) evaluation points; reference: (M, m) true values there, NaN where
-        reference data gives an output no value at a point (`Problem.reference` for some
-        outputs); source: "exact" or "reference"; output_names: the m output names.
+        points: (M, d) evaluation points.
+        reference: (M, m) true values there, NaN where reference data gives an output no
+            value at a point (`Problem.reference` for some outputs).
+        source: "exact" or "reference".
+        output_names: the m output names.
     """
 
     def __init__(

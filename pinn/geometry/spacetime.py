@@ -25,7 +25,8 @@ class SpaceTime(Domain):
 
     Args:
         space: the spatial domain.
-        start, end: the time interval, start < end.
+        start: the initial time.
+        end: the final time (> start).
         time: the name of the time coordinate (default "t").
     """
 

@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from pinn.errors import ConfigError, is_finite_number, require_int
+from pinn.nn.options import InputOptions
 
 
 class FourierFeatures(nn.Module):
@@ -171,37 +172,34 @@ class Rescale(nn.Module):
 
 
 def input_layers(
-    in_dim: int,
-    lower: Sequence[float] | None = None,
-    upper: Sequence[float] | None = None,
-    periodic: dict[int, float] | None = None,
-    harmonics: int = 1,
-    fourier_features: int = 0,
-    fourier_scale: float = 1.0,
-    generator: torch.Generator | None = None,
+    in_dim: int, options: InputOptions, generator: torch.Generator | None = None
 ) -> tuple[list[nn.Module], int]:
     """The layers a network puts before its first dense layer, in this order, and their output
     width: `Rescale` of the box [lower, upper] (when both are given), `PeriodicEmbedding` of the
     coordinates in `periodic` ({index: period}, the periods in the coordinates' own units), then
-    `FourierFeatures` (with the input passed on) when `fourier_features` > 0."""
-    require_int("model.fourier_features", fourier_features, minimum=0)
-    require_int("model.periodic_harmonics", harmonics, minimum=1)
+    `FourierFeatures` (with the input passed on) when `fourier_features` > 0; `generator`
+    draws the Fourier frequencies."""
     layers: list[nn.Module] = []
-    rescaled = lower is not None and upper is not None
-    if rescaled:
+    lower, upper = options.lower, options.upper
+    if options.rescaled:
         layers.append(Rescale(lower, upper))
     width = in_dim
-    if periodic:
+    if options.periodic:
         # The rescaling stretches coordinate j by 2 / (upper_j - lower_j): so does its period.
         periods = {
-            j: p * (2 / (upper[j] - lower[j]) if rescaled else 1.0) for j, p in periodic.items()
+            j: p * (2 / (upper[j] - lower[j]) if options.rescaled else 1.0)
+            for j, p in options.periodic.items()
         }
-        embedding = PeriodicEmbedding(width, periods, harmonics)
+        embedding = PeriodicEmbedding(width, periods, options.harmonics)
         layers.append(embedding)
         width = embedding.out_dim
-    if fourier_features:
+    if options.fourier_features:
         features = FourierFeatures(
-            width, fourier_features, fourier_scale, include_input=True, generator=generator
+            width,
+            options.fourier_features,
+            options.fourier_scale,
+            include_input=True,
+            generator=generator,
         )
         layers.append(features)
         width = features.out_dim

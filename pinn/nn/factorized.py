@@ -22,8 +22,10 @@ class FactorizedLinear(nn.Module):
     Xavier draw), so the layer starts as the plain Linear layer it replaces.
 
     Args:
-        fan_in, fan_out: the layer's input and output sizes.
-        mean, std: of the normal distribution of the log-scales s (jaxpi uses 1.0 and 0.1).
+        fan_in: the layer's input size.
+        fan_out: its output size.
+        mean: the mean of the normal distribution of the log-scales s (jaxpi: 1.0).
+        std: its standard deviation (jaxpi: 0.1).
     """
 
     def __init__(self, fan_in: int, fan_out: int, mean: float = 1.0, std: float = 0.1):

@@ -11,6 +11,7 @@ from torch import nn
 from pinn.errors import ConfigError, require_int
 from pinn.nn.embeddings import input_layers
 from pinn.nn.factorized import dense, initialise
+from pinn.nn.options import InputOptions
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {
     "tanh": nn.Tanh,
@@ -49,14 +50,8 @@ class MLP(nn.Sequential):
         width: neurons per hidden layer (>= 1).
         depth: number of hidden layers (>= 1).
         activation: name of the activation (see `ACTIVATIONS`).
-        lower, upper: optional box corners; inputs are rescaled from that box to [-1, 1]^d.
-        periodic: {coordinate index: period}: those coordinates enter through an exactly
-            periodic embedding (`PeriodicEmbedding`, `harmonics` multiples of each frequency).
-        fourier_features: when > 0, a `FourierFeatures` embedding of that many random
-            frequencies (and its input itself) comes before the first Linear layer.
-        fourier_scale: standard deviation of those frequencies.
-        factorize: (mean, std): every Linear layer a `FactorizedLinear` (random weight
-            factorisation) with log-scales ~ N(mean, std²); None: plain layers.
+        inputs: `InputOptions`: rescaling of a box to [-1, 1]^d, the periodic embedding,
+            Fourier features, weight factorisation; None: none of them.
         generator: seeds the Xavier-normal initialisation (biases start at zero) and the
             Fourier frequencies.
 
@@ -70,20 +65,14 @@ class MLP(nn.Sequential):
         width: int = 32,
         depth: int = 3,
         activation: str = "tanh",
-        lower: Sequence[float] | None = None,
-        upper: Sequence[float] | None = None,
-        periodic: dict[int, float] | None = None,
-        harmonics: int = 1,
-        fourier_features: int = 0,
-        fourier_scale: float = 1.0,
-        factorize: tuple[float, float] | None = None,
+        inputs: InputOptions | None = None,
         generator: torch.Generator | None = None,
     ):
         require_int("model.width", width, minimum=1)
         require_int("model.depth", depth, minimum=1)
-        layers, in_dim = input_layers(
-            in_dim, lower, upper, periodic, harmonics, fourier_features, fourier_scale, generator
-        )
+        inputs = inputs or InputOptions()
+        factorize = inputs.factorize
+        layers, in_dim = input_layers(in_dim, inputs, generator)
         sizes = [in_dim] + [width] * depth
         for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
             layers += [dense(fan_in, fan_out, factorize), make_activation(activation)]

@@ -6,8 +6,6 @@ physics-informed neural networks", SIAM J. Sci. Comput. 43 (2021).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import torch
 from torch import nn
 
@@ -15,6 +13,7 @@ from pinn.errors import require_int
 from pinn.nn.embeddings import input_layers
 from pinn.nn.factorized import dense, initialise
 from pinn.nn.mlp import make_activation
+from pinn.nn.options import InputOptions
 
 
 class ModifiedMLP(nn.Module):
@@ -23,11 +22,12 @@ class ModifiedMLP(nn.Module):
     for each hidden layer Z = σ(W_l H + b_l), H = (1 - Z) ⊙ U + Z ⊙ V; output W H + b.
 
     Args:
-        in_dim, out_dim: d inputs, m outputs.
-        width: neurons per hidden layer (>= 1); depth: gated hidden layers (>= 1).
+        in_dim: d, the number of input coordinates.
+        out_dim: m, the number of outputs.
+        width: neurons per hidden layer (>= 1).
+        depth: gated hidden layers (>= 1).
         activation: σ, by name (`pinn.nn.mlp.ACTIVATIONS`).
-        lower, upper, periodic, harmonics, fourier_features, fourier_scale, factorize: the
-            input layers and dense layers, as for `MLP`.
+        inputs: `InputOptions`, as for `MLP`.
         generator: seeds the Xavier-normal initialisation (biases start at zero) and the
             Fourier frequencies.
 
@@ -41,21 +41,15 @@ class ModifiedMLP(nn.Module):
         width: int = 32,
         depth: int = 3,
         activation: str = "tanh",
-        lower: Sequence[float] | None = None,
-        upper: Sequence[float] | None = None,
-        periodic: dict[int, float] | None = None,
-        harmonics: int = 1,
-        fourier_features: int = 0,
-        fourier_scale: float = 1.0,
-        factorize: tuple[float, float] | None = None,
+        inputs: InputOptions | None = None,
         generator: torch.Generator | None = None,
     ):
         super().__init__()
         require_int("model.width", width, minimum=1)
         require_int("model.depth", depth, minimum=1)
-        layers, embedded = input_layers(
-            in_dim, lower, upper, periodic, harmonics, fourier_features, fourier_scale, generator
-        )
+        inputs = inputs or InputOptions()
+        factorize = inputs.factorize
+        layers, embedded = input_layers(in_dim, inputs, generator)
         self.inputs = nn.Sequential(*layers)
         self.gate_u = dense(embedded, width, factorize)
         self.gate_v = dense(embedded, width, factorize)

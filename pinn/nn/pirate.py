@@ -8,8 +8,6 @@ residual adaptive networks", J. Mach. Learn. Res. 25 (2024).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import torch
 from torch import nn
 
@@ -17,6 +15,7 @@ from pinn.errors import require_int
 from pinn.nn.embeddings import input_layers
 from pinn.nn.factorized import dense, initialise
 from pinn.nn.mlp import make_activation
+from pinn.nn.options import InputOptions
 
 
 class PirateBlock(nn.Module):
@@ -48,12 +47,12 @@ class PirateNet(nn.Module):
     of the embedding (as the paper's; with Fourier features of 2 n = width there is no map).
 
     Args:
-        in_dim, out_dim: d inputs, m outputs.
-        width: neurons per hidden layer (>= 1); depth: residual blocks (>= 1, three dense
-            layers each).
+        in_dim: d, the number of input coordinates.
+        out_dim: m, the number of outputs.
+        width: neurons per hidden layer (>= 1).
+        depth: residual blocks (>= 1, three dense layers each).
         activation: σ, by name (`pinn.nn.mlp.ACTIVATIONS`).
-        lower, upper, periodic, harmonics, fourier_features, fourier_scale, factorize: the
-            input layers and dense layers, as for `MLP`.
+        inputs: `InputOptions`, as for `MLP`.
         generator: seeds the Xavier-normal initialisation (biases start at zero) and the
             Fourier frequencies.
 
@@ -67,21 +66,15 @@ class PirateNet(nn.Module):
         width: int = 32,
         depth: int = 3,
         activation: str = "tanh",
-        lower: Sequence[float] | None = None,
-        upper: Sequence[float] | None = None,
-        periodic: dict[int, float] | None = None,
-        harmonics: int = 1,
-        fourier_features: int = 0,
-        fourier_scale: float = 1.0,
-        factorize: tuple[float, float] | None = None,
+        inputs: InputOptions | None = None,
         generator: torch.Generator | None = None,
     ):
         super().__init__()
         require_int("model.width", width, minimum=1)
         require_int("model.depth", depth, minimum=1)
-        layers, embedded = input_layers(
-            in_dim, lower, upper, periodic, harmonics, fourier_features, fourier_scale, generator
-        )
+        inputs = inputs or InputOptions()
+        factorize = inputs.factorize
+        layers, embedded = input_layers(in_dim, inputs, generator)
         self.inputs = nn.Sequential(*layers)
         self.gate_u = dense(embedded, width, factorize)
         self.gate_v = dense(embedded, width, factorize)

@@ -140,10 +140,14 @@ class Robin(_OnFacesWithNormals):
     """a u + b du/dn = value where `on` selects; term "robin".
 
     Args:
-        a, b: constants or functions of the (n, d) points returning (n,).
+        on: where it holds, as for `Dirichlet`.
+        a: the coefficient of u: a constant or a function of the (n, d) points returning (n,).
+        b: the coefficient of du/dn, likewise.
+        value: the right-hand side, likewise.
+        out: which output it holds for (needed only with several outputs).
+        name: the loss term's name.
         normals: when True, each of `a`, `b`, `value` that is a function takes the points and
             their (n, d) outward unit normals, `f(points, normals)` -> (n,).
-        Others as for `Dirichlet`.
     """
 
     def __init__(
@@ -238,7 +242,9 @@ class Initial(Condition):
         value: u at t_min, a constant or a function of the (n, d) points returning (n,).
         rate: du/dt at t_min, likewise.
         time: the name of the time coordinate.
-        out, name: as for `Dirichlet`; the name defaults by which of value, rate is given.
+        out: which output it holds for (needed only with several outputs).
+        name: the loss term's name; by default "initial" with `value`, "initial_rate" with
+            `rate`.
     """
 
     def __init__(
@@ -286,7 +292,8 @@ class Periodic(Condition):
     Args:
         on: two opposite faces, e.g. ("x_min", "x_max").
         derivative: also require du/dx(p) = du/dx(p') for the coordinate x across the faces.
-        out, name: as for `Dirichlet`.
+        out: which output it holds for (needed only with several outputs).
+        name: the loss term's name.
     """
 
     def __init__(

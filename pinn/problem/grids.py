@@ -27,8 +27,9 @@ def on_grid(axes: Sequence[object], values: object) -> tuple[torch.Tensor, torch
     Args:
         axes: d arrays of coordinates, one per input in the problem's order (x, then t, ...),
             each (n_k,) or (n_k, 1).
-        values: shaped (n_0, ..., n_{d-1}), values[i, j, ...] at (axes[0][i], axes[1][j], ...),
-            or with a last axis of m outputs, (n_0, ..., n_{d-1}, m).
+        values: shaped (n_0, ..., n_{d-1}), `values[i, j, ...]` at
+            `(axes[0][i], axes[1][j], ...)`, or with a last axis of m outputs,
+            (n_0, ..., n_{d-1}, m).
 
     Returns float64 tensors, the points in C order (the last axis varying fastest).
 

@@ -15,8 +15,10 @@ from omegaconf import DictConfig, OmegaConf
 from pinn.config.schema import LaplacianSettings, ModelSettings
 from pinn.derivatives.stochastic import LaplacianEstimator
 from pinn.errors import ConfigError, is_finite_number, require_int
+from pinn.geometry import Domain
 from pinn.nn.constraints import HardConstraint, constrain, periodic_mismatch
 from pinn.nn.mlp import input_box
+from pinn.nn.options import InputOptions
 from pinn.nn.registry import NETWORKS
 from pinn.problem.importing import check_params, import_module_of
 from pinn.problem.problem import Problem
@@ -43,14 +45,7 @@ def build_model(problem: Problem, model_cfg: ModelSettings, seed: int) -> torch.
             model_cfg.width,
             model_cfg.depth,
             model_cfg.activation,
-            **input_box(model_cfg.input_scaling, model_cfg.activation, domain.lower, domain.upper),
-            periodic=periodic_coordinates(model_cfg.periodic, domain.names),
-            harmonics=model_cfg.periodic_harmonics,
-            fourier_features=model_cfg.fourier_features,
-            fourier_scale=model_cfg.fourier_scale,
-            factorize=(model_cfg.factorize_mean, model_cfg.factorize_std)
-            if model_cfg.factorize
-            else None,
+            input_options(model_cfg, problem.domain),
             generator=torch.Generator().manual_seed(seed),
         )
     elif "." in name:
@@ -66,6 +61,20 @@ def build_model(problem: Problem, model_cfg: ModelSettings, seed: int) -> torch.
     if isinstance(model, HardConstraint) and name in NETWORKS:
         _warn_of_aperiodic_constraint(model, model_cfg.periodic, problem)
     return model
+
+
+def input_options(model_cfg: ModelSettings, domain: Domain) -> InputOptions:
+    """The `model` block's options every pinn network shares, for networks on `domain`."""
+    box = input_box(model_cfg.input_scaling, model_cfg.activation, domain.lower, domain.upper)
+    factorize = (model_cfg.factorize_mean, model_cfg.factorize_std)
+    return InputOptions(
+        **box,
+        periodic=periodic_coordinates(model_cfg.periodic, domain.names),
+        harmonics=model_cfg.periodic_harmonics,
+        fourier_features=model_cfg.fourier_features,
+        fourier_scale=model_cfg.fourier_scale,
+        factorize=factorize if model_cfg.factorize else None,
+    )
 
 
 def _warn_of_aperiodic_constraint(model: HardConstraint, periods: Any, problem: Problem) -> None:

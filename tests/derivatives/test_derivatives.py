@@ -10,6 +10,7 @@ from torch.func import functional_call, jacrev, vmap
 import pinn.derivatives as derivatives
 from pinn.derivatives import check_pointwise, gradient, hessian, hessian_diag, laplacian
 from pinn.errors import NotPointwiseError, PinnError
+from pinn.nn import InputOptions
 from pinn.nn.mlp import MLP
 
 TOL = {"atol": 1e-10, "rtol": 1e-10}
@@ -308,13 +309,27 @@ def test_float32_models_match_torch_func_to_float32_precision(activation, genera
 
 
 def test_float32_mlp_with_input_rescaling(generator):
-    model = MLP(2, 1, width=8, depth=2, lower=[0.0, 0.0], upper=[1.0, 2.0], generator=generator)
+    model = MLP(
+        2,
+        1,
+        width=8,
+        depth=2,
+        inputs=InputOptions(lower=[0.0, 0.0], upper=[1.0, 2.0]),
+        generator=generator,
+    )
     x = torch.rand(N_POINTS, 2, generator=generator)
     assert gradient(model, x).dtype == torch.float32
 
 
 def test_mlp_with_input_rescaling_in_float64(generator):
-    model = MLP(2, 1, width=8, depth=2, lower=[0.0, -1.0], upper=[1.0, 3.0], generator=generator)
+    model = MLP(
+        2,
+        1,
+        width=8,
+        depth=2,
+        inputs=InputOptions(lower=[0.0, -1.0], upper=[1.0, 3.0]),
+        generator=generator,
+    )
     model = model.double()
     x = points(N_POINTS, 2, generator)
     assert_matches_reference(model, x, 1)

@@ -9,6 +9,7 @@ from torch import nn
 from pinn import MLP, ConfigError
 from pinn.derivatives.engines import Engine, FunctorchField, TaylorField, resolve_engine
 from pinn.derivatives.field import Field, Requests
+from pinn.nn import InputOptions
 
 TOL = {"atol": 1e-10, "rtol": 1e-10}
 NAMES = ("x", "y", "t")
@@ -21,9 +22,7 @@ def mlp(generator, d=3, m=1, activation="tanh", fourier_features=0):
         width=12,
         depth=2,
         activation=activation,
-        lower=[-1.0] * d,
-        upper=[2.0] * d,
-        fourier_features=fourier_features,
+        inputs=InputOptions(lower=[-1.0] * d, upper=[2.0] * d, fourier_features=fourier_features),
         generator=generator,
     ).double()
 

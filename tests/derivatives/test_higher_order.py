@@ -16,7 +16,7 @@ from pinn.derivatives.elementwise_higher import HIGHER_RULES, higher_rule
 from pinn.derivatives.engines import Engine, FunctorchField, TaylorField
 from pinn.derivatives.field import Field, Requests
 from pinn.derivatives.univariate import taylor_derivatives, univariate_supported
-from pinn.nn import MLP, ModifiedMLP
+from pinn.nn import MLP, InputOptions, ModifiedMLP
 from pinn.nn.constraints import HardConstraint
 from pinn.nn.pirate import PirateNet
 
@@ -29,10 +29,8 @@ ORDERS = [1, 2, 3, 4]
 
 def periodic_fourier(d: int, m: int, generator: torch.Generator) -> torch.nn.Module:
     """x periodic (period 3, two harmonics) and 3 Fourier features of moderate scale."""
-    return MLP(
-        d, m, 8, 2, "tanh", periodic={0: 3.0}, harmonics=2, fourier_features=3,
-        fourier_scale=0.2, generator=generator,
-    )  # fmt: skip
+    options = InputOptions(periodic={0: 3.0}, harmonics=2, fourier_features=3, fourier_scale=0.2)
+    return MLP(d, m, 8, 2, "tanh", options, generator=generator)
 
 
 NETWORKS = {

@@ -18,6 +18,7 @@ from pinn.derivatives.taylor import (
     taylor_laplacian,
     taylor_supported,
 )
+from pinn.nn import InputOptions
 from pinn.nn.embeddings import FourierFeatures, Rescale
 from pinn.nn.mlp import MLP, Sin
 
@@ -167,7 +168,14 @@ def test_per_point_input_indices_match_torch_func(generator):
 
 
 def test_pinn_mlp_with_its_rescale_matches_torch_func(generator):
-    model = MLP(3, 2, width=12, depth=3, activation="tanh", lower=[0, -1, 2], upper=[1, 1, 5])
+    model = MLP(
+        3,
+        2,
+        width=12,
+        depth=3,
+        activation="tanh",
+        inputs=InputOptions(lower=[0, -1, 2], upper=[1, 1, 5]),
+    )
     model = model.to(DTYPE)
     x = points(16, 3, generator)
     _, jac, hess = reference(model, x)

@@ -17,7 +17,7 @@ from residual_mlp import ResidualMLP
 from torch.func import functional_call, grad, hessian, jacrev, vmap
 
 from pinn.derivatives.taylor import taylor_forward, taylor_laplacian, taylor_supported
-from pinn.nn import ModifiedMLP, PirateNet
+from pinn.nn import InputOptions, ModifiedMLP, PirateNet
 from pinn.nn.constraints import HardConstraint
 from pinn.nn.mlp import MLP
 
@@ -28,18 +28,21 @@ DIMS = [1, 2, 3, 10]
 
 def build(kind: str, d: int, m: int, constrained: bool, seed: int = 0) -> torch.nn.Module:
     generator = torch.Generator().manual_seed(seed)
+    box = InputOptions(lower=[-1.0] * d, upper=[2.0] * d)
     networks = {
-        "mlp": lambda: MLP(d, m, 12, 2, "tanh", [-1.0] * d, [2.0] * d, generator=generator),
-        "fourier": lambda: MLP(d, m, 12, 2, "gelu", fourier_features=4, generator=generator),
+        "mlp": lambda: MLP(d, m, 12, 2, "tanh", box, generator=generator),
+        "fourier": lambda: MLP(
+            d, m, 12, 2, "gelu", inputs=InputOptions(fourier_features=4), generator=generator
+        ),
         "residual": lambda: ResidualMLP(d, m, 12, 2, "sin", generator=generator),
         "modified": lambda: ModifiedMLP(d, m, 12, 2, "silu", generator=generator),
         # The config's networks with every option: periodic in x_0, Fourier features, factorised.
-        "mlp_options": lambda: MLP(d, m, 12, 2, "tanh", **OPTIONS(d), generator=generator),
+        "mlp_options": lambda: MLP(d, m, 12, 2, "tanh", OPTIONS(d), generator=generator),
         "modified_options": lambda: ModifiedMLP(
-            d, m, 12, 2, "tanh", **OPTIONS(d), generator=generator
+            d, m, 12, 2, "tanh", OPTIONS(d), generator=generator
         ),
         "pirate": lambda: PirateNet(d, m, 12, 2, "tanh", generator=generator),
-        "pirate_options": lambda: PirateNet(d, m, 12, 2, "tanh", **OPTIONS(d), generator=generator),
+        "pirate_options": lambda: PirateNet(d, m, 12, 2, "tanh", OPTIONS(d), generator=generator),
     }
     network = networks[kind]().to(DTYPE)
     with torch.no_grad():  # random biases too, so no derivative vanishes by symmetry
@@ -48,18 +51,18 @@ def build(kind: str, d: int, m: int, constrained: bool, seed: int = 0) -> torch.
     return HardConstraint(network, transform) if constrained else network
 
 
-def OPTIONS(d: int) -> dict:
+def OPTIONS(d: int) -> InputOptions:
     """Box rescaling, x_0 periodic (period 3, two harmonics), 3 Fourier features, factorised
     dense layers; frequencies kept moderate, so that the loss's scale leaves 1e-10 meaningful."""
-    return {
-        "lower": [-1.0] * d,
-        "upper": [2.0] * d,
-        "periodic": {0: 3.0},
-        "harmonics": 2,
-        "fourier_features": 3,
-        "fourier_scale": 0.2,
-        "factorize": (0.0, 0.3),
-    }
+    return InputOptions(
+        lower=[-1.0] * d,
+        upper=[2.0] * d,
+        periodic={0: 3.0},
+        harmonics=2,
+        fourier_features=3,
+        fourier_scale=0.2,
+        factorize=(0.0, 0.3),
+    )
 
 
 KINDS = ["mlp", "fourier", "residual", "modified", "mlp_options", "modified_options", "pirate"]

@@ -9,6 +9,7 @@ from pinn import MLP, BoundaryResidual, Box, ConfigError, Neumann, PointSampler,
 from pinn import TrainSettings as Settings
 from pinn.derivatives.engines import Engine
 from pinn.geometry import Batch
+from pinn.nn import InputOptions
 from pinn.problem.loss import loss_terms
 
 TOL = {"atol": 1e-10, "rtol": 1e-10}
@@ -32,7 +33,14 @@ class WithCondition(Problem):
 
 def model_of(seed: int = 0) -> nn.Module:
     generator = torch.Generator().manual_seed(seed)
-    return MLP(2, 1, width=10, depth=2, lower=[0.0, 0.0], upper=[1.0, 1.0], generator=generator)
+    return MLP(
+        2,
+        1,
+        width=10,
+        depth=2,
+        inputs=InputOptions(lower=[0.0, 0.0], upper=[1.0, 1.0]),
+        generator=generator,
+    )
 
 
 @pytest.mark.parametrize("engine", ["taylor", "autograd"])

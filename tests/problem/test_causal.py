@@ -13,6 +13,7 @@ import pinn.training.checkpoints
 from pinn import MLP, Box, ConfigError, PointSampler, Problem, SpaceTime, TrainSettings, fit
 from pinn.derivatives.engines import Engine
 from pinn.geometry import Batch
+from pinn.nn import InputOptions
 from pinn.problem.causal import (
     MEAN_WEIGHT,
     MIN_WEIGHT,
@@ -149,8 +150,7 @@ def heat_parts(n_interior=64):
         1,
         width=8,
         depth=2,
-        lower=problem.domain.lower,
-        upper=problem.domain.upper,
+        inputs=InputOptions(lower=problem.domain.lower, upper=problem.domain.upper),
         generator=torch.Generator().manual_seed(0),
     ).double()
     generator = torch.Generator().manual_seed(1)

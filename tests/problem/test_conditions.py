@@ -26,6 +26,7 @@ from pinn import (
 from pinn.derivatives.engines import Engine, TaylorField
 from pinn.derivatives.field import Field
 from pinn.geometry import Batch
+from pinn.nn import InputOptions
 from pinn.problem import loss_terms
 from pinn.problem.conditions import select
 
@@ -280,7 +281,14 @@ class EveryCondition(Problem):
 
 
 def small_mlp(generator, d=2, width=10):
-    return MLP(d, 1, width=width, depth=2, lower=[0.0] * d, upper=[1.0] * d, generator=generator)
+    return MLP(
+        d,
+        1,
+        width=width,
+        depth=2,
+        inputs=InputOptions(lower=[0.0] * d, upper=[1.0] * d),
+        generator=generator,
+    )
 
 
 def test_taylor_and_autograd_agree_on_every_condition(generator):
@@ -377,8 +385,7 @@ def test_training_reaches_the_known_solution(run):
         1,
         width=width,
         depth=depth,
-        lower=domain.lower,
-        upper=domain.upper,
+        inputs=InputOptions(lower=domain.lower, upper=domain.upper),
         generator=torch.Generator().manual_seed(0),
     ).double()
     points = PointSampler(

@@ -33,6 +33,7 @@ from pinn import (
 from pinn.derivatives.engines import Engine
 from pinn.derivatives.field import Field
 from pinn.geometry import Batch
+from pinn.nn import InputOptions
 from pinn.problem import loss_terms
 from pinn.problems.inverse_poisson import InversePoisson
 
@@ -250,8 +251,7 @@ def small_model(problem, seed=0):
         1,
         width=8,
         depth=2,
-        lower=box.lower,
-        upper=box.upper,
+        inputs=InputOptions(lower=box.lower, upper=box.upper),
         generator=torch.Generator().manual_seed(seed),
     ).double()
 

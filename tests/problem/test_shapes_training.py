@@ -24,6 +24,7 @@ from pinn import (
     evaluation_points,
     fit,
 )
+from pinn.nn import InputOptions
 from pinn.plots.solution import solution_figure
 
 DOMAINS = {
@@ -98,7 +99,14 @@ def run(name, method="rar", **options):
     problem = OnShape(name)
     domain = problem.domain
     generator = torch.Generator().manual_seed(0)
-    model = MLP(domain.dim, 1, 8, 2, lower=domain.lower, upper=domain.upper, generator=generator)
+    model = MLP(
+        domain.dim,
+        1,
+        8,
+        2,
+        inputs=InputOptions(lower=domain.lower, upper=domain.upper),
+        generator=generator,
+    )
     refinement = Refinement(method, every=6, candidates=200, add=8)
     points = PointSampler(
         domain,

@@ -23,6 +23,7 @@ import torch
 import pinn.training.checkpoints
 from pinn import MLP, PointSampler, Refinement, TrainSettings, fit
 from pinn.derivatives.engines import Engine
+from pinn.nn import InputOptions
 from pinn.problem import loss_terms
 from pinn.problems.inverse_poisson import InversePoisson
 from pinn.training.distributed import World, rank_seed, start, stop
@@ -44,7 +45,7 @@ def parts(world: World, refine: str = "rad"):
     """The problem, the model (the same on every process) and this process's sampler."""
     problem = InversePoisson(n_observations=20)
     model = MLP(
-        2, 1, width=8, depth=2, generator=torch.Generator().manual_seed(0), **corners(problem)
+        2, 1, width=8, depth=2, inputs=corners(problem), generator=torch.Generator().manual_seed(0)
     ).double()
     problem.attach_unknowns(torch.float64, torch.device("cpu"))
     generator = torch.Generator().manual_seed(rank_seed(1, world.rank))
@@ -55,8 +56,8 @@ def parts(world: World, refine: str = "rad"):
     return problem, model, points
 
 
-def corners(problem):
-    return {"lower": problem.domain.lower, "upper": problem.domain.upper}
+def corners(problem) -> InputOptions:
+    return InputOptions(lower=problem.domain.lower, upper=problem.domain.upper)
 
 
 def outcome(problem, model, result) -> dict:

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from pinn import MLP, Callback, ConfigError, PointSampler, TrainSettings, fit, load_checkpoint
+from pinn.nn import InputOptions
 from pinn.problems.poisson import Poisson
 from pinn.training.distributed import World
 
@@ -40,8 +41,7 @@ def tiny_fit(tmp_path, callbacks, world=None, resume_from=None, **settings):
         1,
         width=8,
         depth=2,
-        lower=problem.domain.lower,
-        upper=problem.domain.upper,
+        inputs=InputOptions(lower=problem.domain.lower, upper=problem.domain.upper),
         generator=torch.Generator().manual_seed(0),
     ).double()
     points = PointSampler(

@@ -15,6 +15,7 @@ from pinn.config import compose_config
 from pinn.config.schema import check_config
 from pinn.derivatives.engines import Engine
 from pinn.geometry import PointSampler
+from pinn.nn import InputOptions
 from pinn.problem import load_problem
 from pinn.problem.loss import loss_terms
 from pinn.problems.poisson import Poisson
@@ -108,7 +109,14 @@ def test_compiled_loss_and_gradients_match_eager_every_problem(name):
 def small_fit(compile_setting: str, steps: int = 25, **options):
 
     problem = Poisson(hard_boundary=False)
-    model = MLP(2, 1, 16, 2, lower=[0, 0], upper=[1, 1], generator=torch.Generator().manual_seed(0))
+    model = MLP(
+        2,
+        1,
+        16,
+        2,
+        inputs=InputOptions(lower=[0, 0], upper=[1, 1]),
+        generator=torch.Generator().manual_seed(0),
+    )
     points = PointSampler(problem.domain, 128, 64, "uniform", torch.Generator().manual_seed(1))
     settings = TrainSettings(
         adam={"steps": steps, "resample_every": 1},
@@ -199,7 +207,14 @@ def test_auto_leaves_a_model_of_a_large_traced_graph_eager(caplog, monkeypatch):
     monkeypatch.setitem(compiling.AUTO_MIN_STEPS, "cpu", 1)  # a "long" run of 3 steps
     lshape = Polygon([(0, 0), (1, 0), (1, 0.5), (0.5, 0.5), (0.5, 1), (0, 1)])
     problem = Poisson(hard_boundary=False)
-    net = MLP(2, 1, 8, 1, lower=[0, 0], upper=[1, 1], generator=torch.Generator().manual_seed(0))
+    net = MLP(
+        2,
+        1,
+        8,
+        1,
+        inputs=InputOptions(lower=[0, 0], upper=[1, 1]),
+        generator=torch.Generator().manual_seed(0),
+    )
     model = HardConstraint(net, lambda x: (torch.zeros_like(x[:, 0]), lshape.distance(x)))
     points = PointSampler(problem.domain, 32, 16, "uniform", torch.Generator().manual_seed(1))
     settings = TrainSettings(adam={"steps": 3}, lbfgs={"steps": 0}, progress=False, compile="auto")

@@ -19,6 +19,7 @@ import torch
 from pinn import MLP
 from pinn.derivatives.engines import Engine
 from pinn.geometry import Batch, BoundaryPoints
+from pinn.nn import InputOptions
 from pinn.problem import loss_terms
 from pinn.problems.inverse_poisson import InversePoisson
 from pinn.training.distributed import World, launched, rank_seed
@@ -130,9 +131,8 @@ def test_loss_and_gradient_equal_one_process_holding_both_shares(tmp_path):
         1,
         width=8,
         depth=2,
+        inputs=InputOptions(lower=domain.lower, upper=domain.upper),
         generator=torch.Generator().manual_seed(0),
-        lower=domain.lower,
-        upper=domain.upper,
     ).double()
     unknowns = problem.attach_unknowns(torch.float64, torch.device("cpu"))
     interior = torch.cat([share["interior"] for share in shares])

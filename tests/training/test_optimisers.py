@@ -10,6 +10,7 @@ from test_trainer import small_run
 from pinn import ConfigError, TrainSettings
 from pinn.derivatives.engines import Engine
 from pinn.geometry import PointSampler
+from pinn.nn import InputOptions
 from pinn.nn.mlp import MLP
 from pinn.problem import loss_terms, weighted_sum
 from pinn.problems.poisson import Poisson
@@ -186,8 +187,8 @@ def pinn_loss(scale):
     """A small Poisson PINN loss times `scale` (float64): (parameters, closure)."""
     problem = Poisson(hard_boundary=False)
     generator = torch.Generator().manual_seed(0)
-    box = dict(lower=problem.domain.lower, upper=problem.domain.upper)
-    model = MLP(2, 1, width=12, depth=2, generator=generator, **box).double()
+    box = InputOptions(lower=problem.domain.lower, upper=problem.domain.upper)
+    model = MLP(2, 1, width=12, depth=2, inputs=box, generator=generator).double()
     points = PointSampler(problem.domain, 128, 64, "sobol", generator, dtype=torch.float64)
     batch = points.draw()
     engine = Engine("autograd", model, announce=False)

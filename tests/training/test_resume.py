@@ -35,6 +35,7 @@ from pinn import (
     save_checkpoint,
     train,
 )
+from pinn.nn import InputOptions
 from pinn.problems.poisson import Poisson
 
 RUN = [
@@ -68,8 +69,7 @@ def tiny_parts(refinement=None):
         1,
         width=8,
         depth=2,
-        lower=problem.domain.lower,
-        upper=problem.domain.upper,
+        inputs=InputOptions(lower=problem.domain.lower, upper=problem.domain.upper),
         generator=torch.Generator().manual_seed(0),
     ).double()
     points = PointSampler(

@@ -19,6 +19,7 @@ from pinn import (
     fit,
     load_checkpoint,
 )
+from pinn.nn import InputOptions
 from pinn.plots.loss import loss_columns
 from pinn.problems.poisson import Poisson
 
@@ -31,8 +32,7 @@ def small_run(problem=None, seed=0, dtype=torch.float64, weights=None, **setting
         1,
         width=8,
         depth=2,
-        lower=problem.domain.lower,
-        upper=problem.domain.upper,
+        inputs=InputOptions(lower=problem.domain.lower, upper=problem.domain.upper),
         generator=torch.Generator().manual_seed(seed),
     ).to(dtype)
     points = PointSampler(
@@ -226,7 +226,12 @@ def test_boundary_conditions_on_named_faces():
 
     problem = Linear1D()
     model = MLP(
-        1, 1, width=8, depth=2, lower=[0.0], upper=[2.0], generator=torch.Generator().manual_seed(0)
+        1,
+        1,
+        width=8,
+        depth=2,
+        inputs=InputOptions(lower=[0.0], upper=[2.0]),
+        generator=torch.Generator().manual_seed(0),
     ).double()
     points = PointSampler(
         problem.domain, 32, 2, "sobol", torch.Generator().manual_seed(1), dtype=torch.float64
