@@ -457,9 +457,13 @@ def test_a_short_run_recovers_kappa_to_within_1_percent(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_default_run_recovers_kappa_to_within_1e_6(tmp_path):
-    # `python -m pinn problem=inverse_poisson` (Adam + Gauss-Newton): measured kappa 0.50000008
-    # (error 1.5e-7), 33 s; issue 18's bound is 1e-6 (Adam + L-BFGS reached 1.4e-5).
-    metrics = train(compose_config(["problem=inverse_poisson", "trainer.progress=false"]), tmp_path)
-    assert relative_error(metrics["unknowns"]["kappa"]) <= 1e-6
-    assert metrics["rel_l2"] <= 1e-3
+def test_a_reduced_default_run_recovers_kappa_to_within_2e_7(tmp_path):
+    # The default command with 500 of its 1000 Adam steps and 30 of its 100 Gauss-Newton
+    # iterations: kappa 0.500000032 (relative error 6.3e-8), rel_l2 1.53e-5, in 14 s on one thread
+    # (the bounds about 3x these). The whole default (README): kappa 0.50000008 (error 1.5e-7),
+    # rel_l2 3.13e-6, in 33 s; issue 18's bound there is 1e-6 (Adam + L-BFGS reached 1.4e-5).
+    overrides = ["trainer.adam.steps=500", "trainer.gauss_newton.steps=30"]
+    cfg = compose_config(["problem=inverse_poisson", *overrides, "trainer.progress=false"])
+    metrics = train(cfg, tmp_path)
+    assert relative_error(metrics["unknowns"]["kappa"]) <= 2e-7
+    assert metrics["rel_l2"] <= 5e-5
