@@ -101,9 +101,9 @@ REDUCED = {
         0.18,
         2.5,
     ),
-    # Against Ghia et al. 1982's centrelines, themselves ~5e-3 from a converged solution: 1.01e-2,
-    # max abs 7.2e-3 in 56 s (falls after ~58 GN), RAD every 250 of the 1000 Adam steps; default
-    # 6.68e-3, 4.08e-3 (2000 points, 2000 Adam + 120 GN).
+    # Against Ghia et al. 1982's centrelines (themselves 4e-3 to 8e-3 from a fine solution):
+    # 1.01e-2, max abs 7.2e-3 in 56 s (falls after ~58 GN), RAD every 250 of the 1000 Adam steps;
+    # default 6.68e-3, 4.08e-3 (2000 points, 2000 Adam + 120 GN).
     "cavity": Reduced(
         [
             "problem.n_interior=300",
