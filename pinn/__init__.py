@@ -31,6 +31,8 @@ from pinn.errors import (
     RunDirectoryError,
     TrainingDiverged,
     TrainingInterrupted,
+    require_int,
+    require_positive,
 )
 from pinn.evaluation import Validator, evaluation_points, fresh_loss
 from pinn.geometry import (
@@ -179,6 +181,9 @@ __all__ = [
     "NotPointwiseError",
     "TrainingDiverged",
     "TrainingInterrupted",
+    # checks for a problem's constructor arguments, refusing a bad one in one line
+    "require_int",
+    "require_positive",
 ]
 
 

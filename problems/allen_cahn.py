@@ -16,8 +16,7 @@ from math import pi
 
 import torch
 
-from pinn import Box, Field, Initial, Problem, SpaceTime
-from pinn.errors import require_positive
+from pinn import Box, Field, Initial, Problem, SpaceTime, require_positive
 from pinn.problems.periodic_reference import allen_cahn_reference_grid
 
 

@@ -28,8 +28,7 @@ import math
 import numpy as np
 import torch
 
-from pinn import Box, Field, Problem
-from pinn.errors import require_positive
+from pinn import Box, Field, Problem, require_positive
 from pinn.problems.navier_stokes import steady_residuals
 
 # Ghia et al. 1982, Table I, Re = 100: (y, u(0.5, y)).

@@ -14,8 +14,7 @@ through the network too: u = sin x + t N(x, t).
 
 import torch
 
-from pinn import Box, Field, Problem, SpaceTime
-from pinn.errors import require_positive
+from pinn import Box, Field, Problem, SpaceTime, require_positive
 
 
 class Convection(Problem):

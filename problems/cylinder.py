@@ -34,9 +34,7 @@ and 5.550-5.589 with the ring's outer radius anywhere from 1.6r to 3.8r.
 
 import torch
 
-from pinn import Box, Disk, Field, Problem
-from pinn.errors import require_positive
-from pinn.problem.quantities import ring_quadrature
+from pinn import Box, Disk, Field, Problem, require_positive, ring_quadrature
 from pinn.problems.navier_stokes import force_integrands, steady_residuals
 
 LENGTH, HEIGHT = 2.2, 0.41

@@ -9,8 +9,7 @@ from math import pi
 
 import torch
 
-from pinn import Box, Field, Problem
-from pinn.errors import require_positive
+from pinn import Box, Field, Problem, require_positive
 
 
 class Helmholtz(Problem):

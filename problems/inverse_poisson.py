@@ -9,8 +9,7 @@ from math import pi
 
 import torch
 
-from pinn import Box, Dirichlet, Field, Observations, Problem
-from pinn.errors import require_int
+from pinn import Box, Dirichlet, Field, Observations, Problem, require_int
 
 
 class InversePoisson(Problem):

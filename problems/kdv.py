@@ -14,8 +14,7 @@ from math import pi
 
 import torch
 
-from pinn import Box, Field, Problem, SpaceTime
-from pinn.errors import require_positive
+from pinn import Box, Field, Problem, SpaceTime, require_positive
 from pinn.problems.periodic_reference import kdv_reference_grid
 
 

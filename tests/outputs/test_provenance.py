@@ -89,5 +89,9 @@ def test_the_cli_records_the_config_name_the_user_chose(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     metrics = json.loads((run_dir / "metrics.json").read_text())
-    assert metrics["problem"] == {"name": "my_square", "target": "square_module.Square"}
+    assert metrics["problem"] == {
+        "name": "my_square",
+        "target": "square_module.Square",
+        "file": str((tmp_path / "square_module.py").resolve()),  # where load_run looks
+    }
     assert metrics["rel_l2"] is None  # no exact solution: the record does not depend on one
