@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import torch
-from omegaconf import DictConfig, OmegaConf
 
 from pinn.config.schema import LaplacianSettings, ModelSettings
 from pinn.derivatives.stochastic import LaplacianEstimator
@@ -135,7 +134,6 @@ def periodic_coordinates(periods: Any, names: tuple[str, ...]) -> dict[int, floa
     """`model.periodic` ({coordinate name: period}, or null) as {coordinate index: period}."""
     if periods is None:
         return {}
-    periods = OmegaConf.to_container(periods) if isinstance(periods, DictConfig) else periods
     if not isinstance(periods, dict):
         raise ConfigError(
             f"model.periodic must map coordinate names to periods, e.g. {{{names[0]}: 2.0}}, "
