@@ -28,3 +28,26 @@ def run_pinn(
         text=True,
         timeout=timeout,
     )
+
+
+# The worked example of the README: a new PDE in its own module plus one yaml.
+REACTION_MODULE = '''
+from math import pi
+
+import torch
+
+from pinn import Box, Dirichlet, Problem
+
+
+class ReactionDiffusion(Problem):
+    """-u'' + u = (1 + pi^2) sin(pi x) on [0, 1], u(0) = u(1) = 0; exact u = sin(pi x)."""
+
+    domain = Box([0.0], [1.0])
+    conditions = [Dirichlet(on="boundary", value=0.0)]
+
+    def residual(self, x, u):
+        return -u.d2("x") + u() - (1 + pi**2) * torch.sin(pi * x[:, 0])
+
+    def exact(self, x):
+        return torch.sin(pi * x[:, 0])
+'''

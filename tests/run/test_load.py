@@ -6,6 +6,7 @@ import sys
 import numpy as np
 import pytest
 import torch
+from cli_helpers import REACTION_MODULE
 
 from pinn import CheckpointError, ConfigError, compose_config, load_checkpoint, load_run, train
 from pinn.training.checkpoints import save_checkpoint
@@ -137,32 +138,12 @@ def test_a_device_this_machine_lacks_is_refused(poisson_run):
         load_run(poisson_run, device="cuda")
 
 
-REACTION = """
-from math import pi
-
-import torch
-
-from pinn import Box, Dirichlet, Problem
-
-
-class Reaction(Problem):
-    domain = Box([0.0], [1.0])
-    conditions = [Dirichlet(on="boundary", value=0.0)]
-
-    def residual(self, x, u):
-        return -u.d2("x") + u() - (1 + pi**2) * torch.sin(pi * x[:, 0])
-
-    def exact(self, x):
-        return torch.sin(pi * x[:, 0])
-"""
-
-
 def test_a_run_of_ones_own_module_from_another_folder_says_how_to_import_it(tmp_path, monkeypatch):
     folder = tmp_path / "mine"
     (folder / "conf" / "problem").mkdir(parents=True)
-    (folder / "my_reaction.py").write_text(REACTION)
+    (folder / "my_reaction.py").write_text(REACTION_MODULE)
     (folder / "conf" / "problem" / "my_reaction.yaml").write_text(
-        "target: my_reaction.Reaction\nn_interior: 32\nn_boundary: 2\n"
+        "target: my_reaction.ReactionDiffusion\nn_interior: 32\nn_boundary: 2\n"
     )
     monkeypatch.chdir(folder)
     monkeypatch.syspath_prepend(str(folder))
@@ -176,8 +157,9 @@ def test_a_run_of_ones_own_module_from_another_folder_says_how_to_import_it(tmp_
     with pytest.raises(ConfigError) as refused:
         load_run(folder / "run")
     assert str(refused.value) == (
-        f"load_run: the run in {folder / 'run'} trained problem.target='my_reaction.Reaction', "
-        "and Python cannot import its module 'my_reaction' here; the run's problem was defined "
+        f"load_run: the run in {folder / 'run'} trained "
+        "problem.target='my_reaction.ReactionDiffusion', and Python cannot import its module "
+        "'my_reaction' here; the run's problem was defined "
         f"in {folder / 'my_reaction.py'}: put {folder} on the path first, "
         f"sys.path.insert(0, {str(folder)!r}) in Python or PYTHONPATH={folder} in the shell, "
         "or call load_run from that folder"
