@@ -79,6 +79,7 @@ from pinn.training import (
     Callback,
     FitResult,
     GaussNewtonSettings,
+    HistoryFile,
     LBFGSSettings,
     TrainSettings,
     fit,
@@ -159,6 +160,7 @@ __all__ = [
     "GaussNewtonSettings",
     "CausalSettings",
     "Callback",
+    "HistoryFile",
     "load_checkpoint",
     "save_checkpoint",
     # evaluation, runs, figures

@@ -18,6 +18,7 @@ import dataclasses
 import difflib
 import types
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any  # noqa: UP035 (OmegaConf reads these)
 
@@ -26,6 +27,8 @@ from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
 from pinn.errors import ConfigError
 from pinn.geometry.refinement import Refinement
+from pinn.outputs import check_loggers
+from pinn.plots.files import PlotOptions
 from pinn.settings import setting
 from pinn.training.settings import TrainSettings
 from pinn.training.strategies.time_marching import WindowSettings
@@ -110,8 +113,14 @@ class LaplacianSettings:
 
 @dataclass
 class OutputSettings:
-    """The block `outputs`: what a finished run writes besides metrics.json and history.csv."""
+    """The block `outputs`: what a run logs as it goes, and what it writes at its end besides
+    metrics.json, history.csv and prediction.npz (`pinn.outputs`)."""
 
+    loggers: list[str] = setting(
+        help="called at every history row, in order: history (history.csv as the run goes), "
+        'tensorboard (<run dir>/tensorboard/; pip install "pinn-torch[tensorboard]")',
+        factory=lambda: ["history"],
+    )
     vtk: bool = setting(
         False, "true: prediction.vtu for ParaView (space-time: vtk/*.vtu, prediction.vtu.series)"
     )
@@ -122,6 +131,14 @@ class OutputSettings:
     error_scale: str = setting(
         "linear", "colour scale of the |error| maps: linear, or log (zero errors at its bottom)"
     )
+
+    def __post_init__(self):
+        check_loggers(self.loggers)
+        self.plot_options()
+
+    def plot_options(self) -> PlotOptions:
+        """The formats and error scale of the run's figures, checked."""
+        return PlotOptions.from_config(vars(self))
 
 
 @dataclass
@@ -153,11 +170,6 @@ class RunConfig:
     )
     overwrite: bool = setting(
         False, "true: replace the results of another run in this run directory (else refused)"
-    )
-    logger: str | None = setting(
-        None,
-        "null, or tensorboard: every history row's scalars in <run dir>/tensorboard/ (needs "
-        'pip install "pinn-torch[tensorboard]")',
     )
     outputs: OutputSettings = setting(
         help="what a finished run writes besides metrics.json, history.csv, prediction.npz",
@@ -225,11 +237,32 @@ def explain(error: OmegaConfBaseException, docs: dict[str, str]) -> str:
 
 
 # An example value of each list-valued key, for the message refusing a value that is no list.
-LIST_EXAMPLES = {"trainer.phases": "adam,gauss_newton", "outputs.plot_formats": "png,pdf"}
+LIST_EXAMPLES = {
+    "trainer.phases": "adam,gauss_newton",
+    "outputs.plot_formats": "png,pdf",
+    "outputs.loggers": "history,tensorboard",
+}
+
+# Keys of earlier versions, and where each went: {old key: what to write now}.
+MOVED_KEYS = {"logger": "outputs.loggers=[history,tensorboard] (logger=tensorboard before 0.2)"}
+
+
+def upgraded(saved: Mapping[str, Any]) -> dict[str, Any]:
+    """A saved run's config (a plain dict) with the keys of earlier versions in their places
+    now (`MOVED_KEYS`), what it computed unchanged: `logger: <name>` becomes `outputs.loggers`
+    [history, <name>]."""
+    config = dict(saved)
+    if "logger" in config:
+        name = config.pop("logger")
+        loggers = ["history"] if name is None else ["history", name]
+        config["outputs"] = {**config.get("outputs", {}), "loggers": loggers}
+    return config
 
 
 def unknown_key(full_key: str) -> str:
     """`full_key` is no key of its block: say so, list the block's keys and the closest one."""
+    if full_key in MOVED_KEYS:
+        return f"config key {full_key!r} has moved: write {MOVED_KEYS[full_key]}"
     block, _, key = full_key.rpartition(".")
     group, _, rest = full_key.partition(".")
     top_level = [f.name for f in dataclasses.fields(block_schema(""))]

@@ -1,4 +1,11 @@
-"""What a finished run writes: a list of writers, each one module, run in this order.
+"""What a run writes: loggers called at each history row as it goes, and writers at its end.
+
+Loggers (`outputs.loggers`, in that order; each a `pinn.Callback` made for the run directory):
+
+    history       history.csv, rewritten at every row (history)
+    tensorboard   the rows as TensorBoard scalars in tensorboard/ (tensorboard)
+
+Writers, run in this order when the run has finished:
 
     metrics       metrics.json (metrics; provenance: how the run was made)
     history       history.csv, whole (history)
@@ -6,25 +13,26 @@
     vtk           the prediction as VTK files for ParaView, with outputs.vtk=true (vtk)
     plots         solution, loss (and reference) figures (figures)
 
+    loggers = run_loggers(config.outputs.loggers, run_dir)          # fit(..., callbacks=loggers)
     write_outputs(FinishedRun(run_dir, problem, model, result, metrics, validator, plots),
                   chosen_writers(config.outputs))
 
-and the loggers a run calls at each history row besides history.csv (which `fit` writes as it
-goes): `logger=tensorboard` (tensorboard).
-
-A new output is one module here with a `write(run: FinishedRun)` function, one line in
-`WRITERS`, and, where it is optional, a bool key of the same name in the `outputs` block
-(`pinn.config.schema.OutputSettings`): a writer named like a bool key there runs only when it is
-true; the others always run.
+A new output is one module here with a `write(run: FinishedRun)` function (a writer) or a
+`logger(run_dir) -> Callback` function (a logger), and one line in `WRITERS` or `LOGGERS`. A
+writer named like a bool key of the `outputs` block (`pinn.config.schema.OutputSettings`) runs
+only when that key is true; the other writers always run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
-from pinn.outputs import figures, history, metrics, prediction, vtk
+from pinn.errors import ConfigError
+from pinn.outputs import figures, history, metrics, prediction, tensorboard, vtk
 from pinn.outputs.finished import FinishedRun
+from pinn.training.callbacks import Callback
 
 WRITERS: dict[str, Callable[[FinishedRun], Any]] = {
     "metrics": metrics.write,
@@ -33,6 +41,31 @@ WRITERS: dict[str, Callable[[FinishedRun], Any]] = {
     "vtk": vtk.write,
     "plots": figures.write,
 }
+
+LOGGERS: dict[str, Callable[[Path], Callback]] = {
+    "history": history.logger,
+    "tensorboard": tensorboard.logger,
+}
+
+
+def check_loggers(names: Sequence[str]) -> None:
+    """Refuse a name of `outputs.loggers` that is no logger, saying which there are."""
+    for name in names:
+        if name not in LOGGERS:
+            raise ConfigError(
+                f"outputs.loggers: {name!r} is no logger; choose from {', '.join(LOGGERS)}, "
+                "e.g. outputs.loggers=[history,tensorboard] (or [] for none)"
+            )
+
+
+def run_loggers(names: Sequence[str], run_dir: str | Path) -> list[Callback]:
+    """The callbacks of the loggers `names` (`LOGGERS`' keys), for a run writing `run_dir`.
+
+    Raises:
+        ConfigError: an unknown name, or a logger's package is not installed.
+    """
+    check_loggers(names)
+    return [LOGGERS[name](Path(run_dir)) for name in names]
 
 
 def chosen_writers(outputs: object) -> list[str]:
@@ -49,4 +82,12 @@ def write_outputs(run: FinishedRun, names: Iterable[str] = tuple(WRITERS)) -> No
             write(run)
 
 
-__all__ = ["WRITERS", "FinishedRun", "chosen_writers", "write_outputs"]
+__all__ = [
+    "LOGGERS",
+    "WRITERS",
+    "FinishedRun",
+    "check_loggers",
+    "chosen_writers",
+    "run_loggers",
+    "write_outputs",
+]

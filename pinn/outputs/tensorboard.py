@@ -1,6 +1,6 @@
-"""`logger=tensorboard`: every history row as TensorBoard scalars, in `<run_dir>/tensorboard/`.
+"""The logger `tensorboard`: every history row as TensorBoard scalars, in `<run_dir>/tensorboard/`.
 
-    python -m pinn problem=poisson logger=tensorboard
+    python -m pinn problem=poisson outputs.loggers=[history,tensorboard]
     tensorboard --logdir outputs/
 
 From Python, the same callback: `fit(..., callbacks=[pinn.TensorBoardLogger("runs/a/tb")])`.
@@ -28,20 +28,15 @@ from pinn.training.callbacks import Callback
 from pinn.training.state import FitResult, RunState
 
 TENSORBOARD_DIR = "tensorboard"
-LOGGERS = ("tensorboard",)
 
 
-def run_loggers(name: str | None, run_dir: str | Path) -> list[Callback]:
-    """The callbacks `logger=<name>` adds to a run writing into `run_dir` ([] for null).
+def logger(run_dir: Path) -> TensorBoardLogger:
+    """The callback writing a run's rows into `run_dir`/tensorboard/.
 
     Raises:
-        ConfigError: an unknown name, or tensorboard is not installed.
+        ConfigError: tensorboard is not installed.
     """
-    if name is None:
-        return []
-    if name not in LOGGERS:
-        raise ConfigError(f"logger={name!r} is unknown; choose null or one of {', '.join(LOGGERS)}")
-    return [TensorBoardLogger(Path(run_dir) / TENSORBOARD_DIR)]
+    return TensorBoardLogger(run_dir / TENSORBOARD_DIR)
 
 
 def scalars(row: dict[str, Any], unknowns: tuple[str, ...] = ()) -> dict[str, float]:
@@ -120,7 +115,7 @@ def _summary_writer_class() -> type:
         from torch.utils.tensorboard import SummaryWriter
     except ImportError as error:
         raise ConfigError(
-            f"logger=tensorboard needs the tensorboard package ({error}): "
-            'pip install "pinn-torch[tensorboard]", or set logger=null'
+            f"the logger tensorboard needs the tensorboard package ({error}): "
+            'pip install "pinn-torch[tensorboard]", or leave tensorboard out of outputs.loggers'
         ) from error
     return SummaryWriter

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from pinn.config.schema import check_config
+from pinn.config.schema import check_config, upgraded
 from pinn.errors import CheckpointError, ConfigError
 from pinn.evaluation.validation import predict
 from pinn.outputs.metrics import METRICS_NAME
@@ -183,10 +183,10 @@ def _finished_state(run_dir: Path) -> dict[str, Any]:
 def _config_of(state: Mapping[str, Any], run_dir: Path) -> DictConfig:
     """The run's config: the checkpoint's saved one, else config.yaml next to it."""
     if isinstance(state.get("config"), Mapping):
-        return OmegaConf.create(dict(state["config"]))
+        return OmegaConf.create(upgraded(state["config"]))
     path = run_dir / "config.yaml"
     if path.is_file():
-        return OmegaConf.load(path)
+        return OmegaConf.create(upgraded(OmegaConf.to_container(OmegaConf.load(path))))
     raise CheckpointError(
         f"load_run: {run_dir} holds no config (neither in the checkpoint nor "
         "config.yaml); it was not written by `pinn.train` or `python -m pinn`"

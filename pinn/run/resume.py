@@ -19,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from pinn.config.defaults import defaults_tree
+from pinn.config.schema import upgraded
 from pinn.errors import CheckpointError, ConfigError
 from pinn.training.budgets import check_budget_changes
 from pinn.training.checkpoints import CHECKPOINT_NAME, check_run_entries, load_checkpoint
@@ -29,7 +30,7 @@ FREE_KEYS = (
     "resume",
     "overwrite",
     "threads",
-    "logger",
+    "outputs.loggers",
     "distributed.timeout_s",
     "outputs.vtk",
     "outputs.error_scale",
@@ -94,9 +95,10 @@ def check_same_run(saved: Mapping[str, Any], current: Mapping[str, Any], path: P
     """Refuse `current` unless it equals `saved` outside `FREE_KEYS`, naming each difference.
 
     A key the saved config lacks (one pinn added after the run was written, such as
-    `trainer.causal.chunks`) counts as saved with pinn's default: what the run computed with.
+    `trainer.causal.chunks`) counts as saved with pinn's default: what the run computed with;
+    a key that has moved since counts as saved in its new place (`upgraded`).
     """
-    old, new = _flatten(saved), _flatten(current)
+    old, new = _flatten(upgraded(saved)), _flatten(current)
     defaults = _flatten(defaults_tree())
     old |= {key: defaults[key] for key in new.keys() - old.keys() if key in defaults}
     free = FREE_KEYS if _marching(current) else FREE_KEYS + BUDGET_KEYS

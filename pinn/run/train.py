@@ -23,11 +23,10 @@ from pinn.errors import OutputError, TrainingInterrupted, reason
 from pinn.evaluation.fresh_loss import fresh_loss
 from pinn.evaluation.validation import Validator, can_validate
 from pinn.geometry import PointSampler
-from pinn.outputs import FinishedRun, chosen_writers, write_outputs
+from pinn.outputs import FinishedRun, chosen_writers, run_loggers, write_outputs
 from pinn.outputs.metrics import summarise
 from pinn.outputs.provenance import provenance, utc_now
-from pinn.outputs.tensorboard import run_loggers
-from pinn.plots.solution import PlotOptions
+from pinn.plots.files import PlotOptions
 from pinn.problem.problem import load_problem
 from pinn.problem.quantities import error_kind
 from pinn.problem.time_windows import check_windowable
@@ -44,7 +43,6 @@ from pinn.run.resume import checkpoint_file, load_resume
 from pinn.run.rundir import claim_run_dir
 from pinn.training.checkpoints import CHECKPOINT_NAME
 from pinn.training.distributed import launched, process_device, rank_seed, start
-from pinn.training.history import HISTORY_NAME
 from pinn.training.loop import fit
 from pinn.training.strategies.time_marching import march
 
@@ -62,8 +60,8 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
     solution.png and loss.png (in each of `outputs.plot_formats`), and with `outputs.vtk` the
     prediction as VTK files. A problem's unknowns start from `problem.unknowns.<name>` where the
     config gives one, else from their declared guesses; metrics.json holds the learned values
-    under "unknowns". With `logger=tensorboard`, the history's scalars also go into
-    `run_dir`/tensorboard/ (`pinn.outputs.tensorboard`).
+    under "unknowns". The loggers of `outputs.loggers` see every history row as the run goes
+    (history.csv by default; tensorboard/ with `tensorboard`: `pinn.outputs`).
 
     With `cfg.resume` set to an earlier run's directory, continues that run from its checkpoint
     (`pinn.run.resume`: the config must be the saved one) and writes the whole run, history from
@@ -84,8 +82,8 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
     run_dir, started_at = Path(run_dir), utc_now()
     config = check_config(cfg, key_docs())  # typed, every key known, every value checked
     resume = load_resume(cfg)  # first: a bad checkpoint or config costs nothing
-    plots = PlotOptions.from_config(vars(config.outputs))  # formats and error scale, checked
-    loggers = run_loggers(config.logger, run_dir)
+    plots = config.outputs.plot_options()
+    loggers = run_loggers(config.outputs.loggers, run_dir)  # a missing package refused now
     place = launched()
     in_place = resume is not None and checkpoint_file(config.resume).parent.resolve() == (
         run_dir.resolve()
@@ -166,7 +164,6 @@ def _train(
             checkpoint_companions=config_yaml,
             engine=config.engine,
             resume_from=resume_from,
-            history_path=None if windows.on else run_dir / HISTORY_NAME,
             estimator=estimator,
             world=world,
             callbacks=callbacks,

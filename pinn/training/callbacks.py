@@ -18,8 +18,9 @@ order within a run, at
 a resumed run no longer ends where the uninterrupted one would have. A run that raises
 (`TrainingDiverged`, Ctrl-C) calls no `on_end`.
 
-history.csv is written by one (`pinn.training.history.HistoryFile`), so every run with a history
-file goes through this interface. Under torchrun only rank 0 calls callbacks.
+history.csv is written by one (`pinn.HistoryFile`), as is TensorBoard's log
+(`pinn.TensorBoardLogger`): a run's `outputs.loggers` are callbacks. Under torchrun only
+rank 0 calls callbacks.
 """
 
 from __future__ import annotations

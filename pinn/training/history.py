@@ -1,7 +1,7 @@
 """history.csv, written as a run goes: one row per logged step, so a long run can be watched.
 
-`HistoryCSV` keeps a file equal to a list of rows; `HistoryFile` is the callback `fit` writes
-history.csv with, at every history row.
+`HistoryCSV` keeps a file equal to a list of rows; `HistoryFile` is the callback that writes
+it at every history row (`fit(..., callbacks=[HistoryFile(path)])`; a run's logger `history`).
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ class HistoryCSV:
         columns = list(dict.fromkeys(key for row in history for key in row))
         if columns != self.columns or len(history) < self.written:
             self.columns, self.written = columns, 0
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             with open(self.path, "w", newline="") as file:
                 csv.DictWriter(file, fieldnames=columns).writeheader()
         if len(history) > self.written:
@@ -57,8 +58,15 @@ class HistoryCSV:
 
 
 class HistoryFile(Callback):
-    """The callback that keeps history.csv at `path` equal to the run's history, row by row
-    (a resumed run's rows from before its checkpoint included)."""
+    """The callback that keeps the csv file at `path` equal to the run's history, row by row
+    (a resumed run's rows from before its checkpoint included): a column per key of the rows.
+
+    Args:
+        path: the file to write (history.csv in a run directory); replaced at the first row.
+
+    Raises:
+        OutputError: the file cannot be written (naming it and why).
+    """
 
     def __init__(self, path: str | Path):
         self.csv = HistoryCSV(path)

@@ -65,7 +65,6 @@ from pinn.training.callbacks import Callback, CallbackList
 from pinn.training.checkpoints import Checkpoints, load_checkpoint
 from pinn.training.distributed import World
 from pinn.training.divergence import DivergenceWatch
-from pinn.training.history import HistoryFile
 from pinn.training.interrupts import Interrupts
 from pinn.training.phases import PHASES, phase_class
 from pinn.training.phases.parts import Parts, finish
@@ -90,7 +89,6 @@ def fit(
     checkpoint_companions: Mapping[str, str] | None = None,
     engine: str = "auto",
     resume_from: Mapping[str, Any] | str | Path | None = None,
-    history_path: str | Path | None = None,
     estimator: LaplacianEstimator | None = None,
     world: World | None = None,
     callbacks: Sequence[Callback] | None = None,
@@ -115,8 +113,6 @@ def fit(
             continues from its state and ends exactly where the uninterrupted run ends. `model`,
             `points` and the problem's unknowns are overwritten with the saved state. A
             finished run's checkpoint only restores the final model and returns its result.
-        history_path: where to write history.csv as the run goes (a row at each log step,
-            the rows before a resumed state included); None writes nothing.
         estimator: estimate every residual's `u.laplacian()` from random directions
             (`LaplacianEstimator`) instead of computing it exactly. The loss is then random, so
             a phase that needs a deterministic loss (L-BFGS's line search) is refused.
@@ -124,11 +120,13 @@ def fit(
             reads torch.distributed's default group: one process when there is none). Every
             process calls `fit` with the same arguments but its own `points` (its generator
             seeded apart, `rank_seed`); the losses in the history are averages over the
-            processes, and only rank 0 writes `checkpoint_path` and `history_path` and
-            validates (the other ranks' rows have no rel_l2).
+            processes, and only rank 0 writes `checkpoint_path` and validates (the other
+            ranks' rows have no rel_l2).
         callbacks: `pinn.Callback`s, called in order at each history row, checkpoint written,
-            change of phase and the end (`pinn.training.callbacks`), after the one that writes
-            `history_path`. Under torchrun only rank 0 calls them.
+            change of phase and the end (`pinn.training.callbacks`): `pinn.HistoryFile(path)`
+            writes history.csv as the run goes (the rows before a resumed state included),
+            `pinn.TensorBoardLogger(folder)` TensorBoard's logs. Under torchrun only rank 0
+            calls them.
 
     A problem that declares unknowns trains them too: those attached to it (by
     `problem.attach_unknowns` or an earlier fit), or else fresh ones at their declared guesses
@@ -147,8 +145,7 @@ def fit(
         CheckpointError, ConfigError: `resume_from` is unreadable or from another kind of run.
         ConfigError: an entry of `callbacks` is not a `pinn.Callback`.
     """
-    history_file = [HistoryFile(history_path)] if history_path is not None else []
-    listeners = CallbackList([*history_file, CallbackList(callbacks or ())])  # checked first
+    listeners = CallbackList(callbacks or ())  # checked first
     if estimator is not None:
         spanned = problem.laplacian_inputs
         if spanned is None:

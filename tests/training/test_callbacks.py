@@ -5,7 +5,16 @@ import csv
 import pytest
 import torch
 
-from pinn import MLP, Callback, ConfigError, PointSampler, TrainSettings, fit, load_checkpoint
+from pinn import (
+    MLP,
+    Callback,
+    ConfigError,
+    HistoryFile,
+    PointSampler,
+    TrainSettings,
+    fit,
+    load_checkpoint,
+)
 from pinn.nn import InputOptions
 from pinn.problems.poisson import Poisson
 from pinn.training.distributed import World
@@ -56,8 +65,10 @@ def tiny_fit(tmp_path, callbacks, world=None, resume_from=None, **settings):
         TrainSettings(**(options | settings)),
         points,
         checkpoint_path=tmp_path / "checkpoint.pt",
-        history_path=tmp_path / "history.csv",
-        callbacks=callbacks,
+        # history.csv first, as a run's default outputs.loggers has it; one callback as it is
+        callbacks=[HistoryFile(tmp_path / "history.csv"), *callbacks]
+        if isinstance(callbacks, list)
+        else callbacks,
         world=world,
         resume_from=resume_from,
     )
@@ -157,7 +168,7 @@ def test_ranks_other_than_0_call_no_callbacks(tmp_path):
 
 
 def test_something_not_a_callback_is_refused_before_any_work(tmp_path):
-    with pytest.raises(ConfigError, match=r"callbacks\[1\] is .*, not a pinn.Callback: subclass"):
+    with pytest.raises(ConfigError, match=r"callbacks\[2\] is .*, not a pinn.Callback: subclass"):
         tiny_fit(tmp_path, [Calls(), print])
     assert not (tmp_path / "history.csv").exists()
     assert not (tmp_path / "checkpoint.pt").exists()

@@ -139,7 +139,7 @@ HEAT = [
 @pytest.fixture(scope="module")
 def marched(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("marched")
-    return run_dir, train(compose_config([*HEAT, "logger=tensorboard"]), run_dir)
+    return run_dir, train(compose_config([*HEAT, "outputs.loggers=[history,tensorboard]"]), run_dir)
 
 
 def test_a_marched_run_solves_the_heat_equation_window_by_window(marched):
@@ -256,7 +256,7 @@ class Recorder(Callback):
 
 def test_a_window_shows_the_loggers_checkpoints_and_phases_with_steps_counted_on():
     recorder = Recorder()
-    history = time_marching.WindowHistory(None, [recorder])
+    history = time_marching.WindowHistory([recorder])
     first = FitResult(history=[{"step": 0, "loss": 1.0}, {"step": 40, "loss": 0.5}], steps=50)
     history.begin(1, [first])
     state = SimpleNamespace(history=[{"step": 0, "loss": 0.4}], step=20)

@@ -11,6 +11,7 @@ from pinn import (
     Box,
     ConfigError,
     Dirichlet,
+    HistoryFile,
     PointSampler,
     Problem,
     SpaceTime,
@@ -196,7 +197,8 @@ def test_nan_loss_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path):
     )
     path = tmp_path / "checkpoint.pt"
     with pytest.raises(TrainingDiverged, match=r"loss became nan at step 23.*written at step 20"):
-        fit(problem, model, settings, points, checkpoint_path=path, history_path=tmp_path / "h.csv")
+        history = [HistoryFile(tmp_path / "h.csv")]
+        fit(problem, model, settings, points, checkpoint_path=path, callbacks=history)
     state = load_checkpoint(path)
     assert state["step"] == 20
     assert math.isfinite(state["loss"])

@@ -33,7 +33,6 @@ from pinn.problem.time_windows import START_TERM, check_windowable, needs_rate, 
 from pinn.settings import setting
 from pinn.training.callbacks import Callback
 from pinn.training.checkpoints import load_checkpoint, save_checkpoint
-from pinn.training.history import HISTORY_NAME, HistoryCSV
 from pinn.training.state import FitResult
 
 WINDOWS_DIR = "windows"
@@ -102,7 +101,7 @@ def march(
     resumed_window = -1 if resume is None else int(resume.get("window", 0))
     models: list[nn.Module] = []
     results: list[FitResult] = []
-    history = WindowHistory(run_dir / HISTORY_NAME if writes else None, callbacks)
+    history = WindowHistory(callbacks)
     for k in range(settings.count):
         start_values = None
         if k > 0:
@@ -159,13 +158,12 @@ def trained_windows(
 
 
 class WindowHistory(Callback):
-    """Keeps history.csv equal to every window's rows so far (`window` column; steps and
-    time_s counted on from the windows before), and shows the run's own callbacks
-    (`followers`: its loggers) one run: those joined rows, checkpoint steps counted on,
-    `on_end` once, after the last window (`finish`)."""
+    """Shows the run's own callbacks (`followers`: its loggers, history.csv's among them) one
+    run: every window's rows so far (`window` column; steps and time_s counted on from the
+    windows before), checkpoint steps counted on, `on_end` once, after the last window
+    (`finish`)."""
 
-    def __init__(self, path: Path | None, followers: Sequence[Callback] = ()):
-        self.csv = None if path is None else HistoryCSV(path)
+    def __init__(self, followers: Sequence[Callback] = ()):
         self.followers = list(followers)
         self.before: list[dict[str, Any]] = []
         self.window, self.step0, self.time0 = 0, 0, 0.0
@@ -178,8 +176,6 @@ class WindowHistory(Callback):
 
     def on_row(self, row: dict[str, Any], state) -> None:
         joined = self._joined_state(state)
-        if self.csv is not None:
-            self.csv.update(joined.history)
         for follower in self.followers:
             follower.on_row(dict(joined.history[-1]), joined)
 
