@@ -1,7 +1,7 @@
 """Taylor rules: how each aten operation carries value, first- and second-order terms.
 
-A traced model (`pinn.derivatives.trace`) is a list of aten operations. Every tensor that
-depends on the points x travels through the Taylor pass as `Terms`:
+A traced model (`pinn.derivatives.taylor_pass.trace_model`) is a list of aten operations.
+Every tensor that depends on the points x travels through the Taylor pass as `Terms`:
 
     value   (*shape)           what the model computes
     first   (k, *shape)        J v_i for the k directions, or broadcastable to it: (k, 1, w)
@@ -74,8 +74,8 @@ def register_taylor_rule(op: object, rule: Rule) -> None:
 
     Args:
         op: the operation as it appears in a traced model, e.g. `torch.ops.aten.erfc` (every
-            overload) or `torch.ops.aten.erfc.default` (one). `pinn.derivatives.trace_model`
-            shows which operations a model uses.
+            overload) or `torch.ops.aten.erfc.default` (one).
+            `pinn.derivatives.taylor_pass.trace_model` shows which operations a model uses.
         rule: `rule(order, *args, **kwargs)`, called with the operation's arguments where the
             ones that depend on the points are `Terms` (value, first, second; see the module
             docstring), returning the `Terms` of the result. `order.quadratic(first)` and

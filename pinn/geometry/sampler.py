@@ -83,7 +83,7 @@ class PointSampler:
         residual: maps (m, d) points to their (m,) residuals (the sign is ignored). It is
             called with autograd on (it needs derivatives in x) on at most n_interior points at
             a time, so refining takes no more memory than a training step; its result is
-            detached. `pinn.refinement.residual_magnitude` reduces a system's residual.
+            detached. `pinn.geometry.refinement.residual_magnitude` reduces a system's residual.
 
         "rar": the `add` candidates of largest |residual| join the points kept for good: the
         interior is the last draw's n_interior points and all added so far. "rad": the interior
