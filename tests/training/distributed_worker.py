@@ -1,6 +1,6 @@
-"""One process of a data-parallel run, for tests/test_distributed.py (torchrun, gloo, 1 thread).
+"""One process of a data-parallel run, for tests/training/test_distributed.py (torchrun, gloo, 1 thread).
 
-    python -m torch.distributed.run --nproc_per_node=2 tests/distributed_worker.py MODE OUT
+    python -m torch.distributed.run --nproc_per_node=2 tests/training/distributed_worker.py MODE OUT
 
 MODE train: the inverse Poisson problem (an unknown kappa) with LRA weights and RAD, Adam with
     points redrawn, then L-BFGS, float64, a checkpoint every 4 steps. Rank r writes

@@ -1,6 +1,6 @@
 """Data-parallel training under torchrun: 2 processes on the CPU (gloo, one thread each).
 
-The fit-level runs are in tests/distributed_worker.py; the CLI runs are `torchrun -m pinn`.
+The fit-level runs are in tests/training/distributed_worker.py; the CLI runs are `torchrun -m pinn`.
 """
 
 import contextlib
