@@ -1,4 +1,5 @@
-"""One process of a data-parallel run, for tests/training/test_distributed.py (torchrun, gloo, 1 thread).
+"""One process of a data-parallel run, for tests/training/test_distributed.py (torchrun,
+gloo, 1 thread).
 
     python -m torch.distributed.run --nproc_per_node=2 tests/training/distributed_worker.py MODE OUT
 
