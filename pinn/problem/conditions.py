@@ -21,6 +21,7 @@ t_max faces, so name the spatial parts there (`on=["x_min", "x_max"]`).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 
 import torch
@@ -403,7 +404,9 @@ def evaluate_value(
     """(n,) the value of the condition `name` at (n, d) points, from a constant or a function:
     of the points, or of the points and their (n, d) outward `normals` when those are given."""
     if callable(value):
-        result = value(points) if normals is None else value(points, normals)
+        arguments = (points,) if normals is None else (points, normals)
+        _check_arity(value, arguments, name)
+        result = value(*arguments)
         if not isinstance(result, torch.Tensor) or result.shape != points.shape[:1]:
             is_tensor = isinstance(result, torch.Tensor)
             got = tuple(result.shape) if is_tensor else type(result).__name__
@@ -413,6 +416,23 @@ def evaluate_value(
             )
         return result
     return torch.full(points.shape[:1], float(value), dtype=points.dtype, device=points.device)
+
+
+def _check_arity(function: Callable, arguments: tuple, name: str) -> None:
+    """Refuse a value function that cannot take `arguments` (the points, and the normals with
+    normals=True), saying which flag it needs, before calling it."""
+    try:
+        inspect.signature(function).bind(*arguments)
+    except TypeError:
+        wants = "(points, normals)" if len(arguments) == 1 else "(points) only"
+        flag = "normals=True" if len(arguments) == 1 else "normals=False (the default)"
+        given = "(points)" if len(arguments) == 1 else "(points, normals)"
+        raise ConfigError(
+            f"condition {name!r}: its value function is called with {given} but takes "
+            f"{wants}: give the condition {flag}, or change the function's arguments"
+        ) from None
+    except ValueError:  # no signature to read (some builtins): let the call speak
+        pass
 
 
 def _normals_flag(normals: object, name: str, values: dict[str, Value]) -> bool:

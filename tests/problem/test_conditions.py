@@ -166,9 +166,16 @@ def test_neumann_and_robin_values_may_take_the_outward_normals(generator):
     )
     torch.testing.assert_close(robin.residual(u, boundary), zeros(len(boundary.points)), **TOL)
     # Without normals=True the value is called with the points alone: a two-argument function
-    # is a TypeError there, and a constant with normals=True is refused as pointless.
-    with pytest.raises(TypeError):
+    # is refused naming the flag (and one of the points alone with it), and a constant with
+    # normals=True is refused as pointless.
+    needs = r"called with \(points\) but takes \(points, normals\): give the condition normals=True"
+    with pytest.raises(ConfigError, match=needs):
         Neumann(on="boundary", value=_flux_of).residual(u, boundary)
+    with pytest.raises(ConfigError, match=r"takes \(points\) only: give the condition normals=F"):
+        Robin(on="boundary", a=lambda p, n: n[:, 0], value=_u, normals=True).residual(u, boundary)
+    failing = Dirichlet(on="boundary", value=lambda p: p[:, 5])  # its own error stays its own
+    with pytest.raises(IndexError):
+        failing.residual(u, boundary)
     with pytest.raises(ConfigError, match="normals=True passes the outward normals"):
         Neumann(on="boundary", value=1.0, normals=True)
     with pytest.raises(ConfigError, match="normals must be True or False"):
