@@ -143,6 +143,27 @@ def test_a_residual_differentiating_an_expression_is_refused(generator):
         ResidualRows(problem, model, engine)(batch, jacobian=True)
 
 
+@pytest.mark.parametrize("engine", ["autograd", "taylor"])
+def test_a_residual_calling_autograd_itself_is_refused_in_one_line(generator, engine):
+    class SourceByAutograd(Poisson):  # the source term as -laplacian of sin(pi x) sin(pi y)
+        def residual(self, x, u):
+            at = x.detach().clone().requires_grad_(True)
+            exact = torch.sin(math.pi * at[:, 0]) * torch.sin(math.pi * at[:, 1])
+            (gradient,) = torch.autograd.grad(exact.sum(), at, create_graph=True)
+            source = -sum(
+                torch.autograd.grad(gradient[:, i].sum(), at, create_graph=True)[0][:, i]
+                for i in range(2)
+            )
+            return -u.laplacian() - source.detach()
+
+    problem = SourceByAutograd()
+    model, batch, engine = make(problem, engine, generator)
+    rows = ResidualRows(problem, model, engine)
+    rows(batch)  # the loss alone (Adam, L-BFGS) is fine
+    with pytest.raises(ConfigError, match=r"calls torch.autograd itself .* closed form"):
+        rows(batch, jacobian=True)
+
+
 def test_high_orders_through_an_operation_without_their_rule_take_the_autograd_jacobian(
     generator, erfinv_to_order_two
 ):

@@ -9,6 +9,7 @@ assembly (the reasoning and the costs are in `pinn.training.rows.residual_rows`)
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import contextmanager
 
 import torch
 from torch import nn
@@ -99,8 +100,27 @@ def row_jacobian(
         part = slice(start, start + chunk)
         quantity_tangents = tuple(t[part] for t in tangents)
         scalar_tangents = tuple(unknown_tangent[i, part] for i in range(len(unknown_values)))
-        columns.append(torch.func.vmap(pushed)(quantity_tangents, scalar_tangents))
+        with _autograd_refused():
+            columns.append(torch.func.vmap(pushed)(quantity_tangents, scalar_tangents))
     return torch.cat(columns).T
+
+
+@contextmanager
+def _autograd_refused():
+    """Say, in one line, that a residual calling autograd itself cannot be pushed forward by
+    torch.func (a source term made by `torch.autograd.grad` of an exact solution, say)."""
+    try:
+        yield
+    except RuntimeError as error:
+        if "functorch transform" not in str(error):
+            raise
+        raise ConfigError(
+            "the residual (or a condition) calls torch.autograd itself (requires_grad_, "
+            "autograd.grad, backward), which the Gauss-Newton Jacobian (torch.func.jvp through "
+            "the residual) cannot run through: write source terms in closed form as torch "
+            "functions of x, ask the field u for derivatives, or train with "
+            "trainer.phases=[adam,lbfgs]"
+        ) from error
 
 
 # ---- forward mode through the assembly ----------------------------------------------------------
