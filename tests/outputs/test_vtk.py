@@ -31,6 +31,7 @@ from pinn.outputs.vtk import write_vtk
 from pinn.problems.poisson import Poisson
 from pinn.run.build import build_model
 from pinn.run.resume import check_same_run
+from problem_helpers import Bump
 
 SMALL = [
     "trainer.adam.steps=5",
@@ -179,19 +180,6 @@ def test_a_series_written_again_leaves_no_file_of_the_earlier_one(tmp_path):
     written = write_vtk(tmp_path, problem.domain, problem.outputs, arrays)
     on_disk = sorted((tmp_path / "vtk").glob("*.vtu"))
     assert on_disk == sorted(written[1:]) and len(on_disk) == len(np.unique(arrays["points"][:, 1]))
-
-
-class Bump(Problem):
-    """u = 1 + x² on any domain (the residual is unused)."""
-
-    def __init__(self, domain):
-        self.domain = domain
-
-    def residual(self, x, u):
-        return u()
-
-    def exact(self, x):
-        return 1 + x[:, 0] ** 2
 
 
 class ScatteredBump(Problem):
