@@ -8,6 +8,7 @@ import meshio
 import numpy as np
 import pytest
 import torch
+from problem_helpers import Bump
 
 from pinn import (
     MLP,
@@ -31,7 +32,6 @@ from pinn.outputs.vtk import write_vtk
 from pinn.problems.poisson import Poisson
 from pinn.run.build import build_model
 from pinn.run.resume import check_same_run
-from problem_helpers import Bump
 
 SMALL = [
     "trainer.adam.steps=5",
@@ -319,3 +319,25 @@ def test_more_than_three_space_coordinates_and_time_are_skipped(tmp_path, caplog
     with caplog.at_level(logging.INFO, logger="pinn"):
         assert write_vtk(tmp_path, domain, ["u"], arrays) == []
     assert "a 5-D domain (4-D space and time) has no picture in ParaView" in caplog.text
+
+
+def test_a_thinned_out_grid_of_reference_points_is_triangulated(tmp_path):
+    square = Box([0.0, 0.0], [1.0, 1.0])
+    axis = torch.linspace(0.0, 1.0, 30, dtype=torch.float64)
+    grid = torch.cartesian_prod(axis, axis)
+    kept = torch.rand(len(grid), generator=torch.Generator().manual_seed(4)) < 0.2
+    arrays = prediction_of(tmp_path, ScatteredBump(square, grid[kept]))
+    write_vtk(tmp_path, square, ["u"], arrays)
+    mesh = meshio.read(tmp_path / "prediction.vtu")
+    assert list(mesh.cells_dict) == ["triangle"]  # its few whole grid cells would leave points out
+    assert_cells_inside(mesh, square)
+
+
+def test_points_on_a_line_of_the_plane_stay_vertices(tmp_path):
+    square = Box([0.0, 0.0], [1.0, 1.0])
+    diagonal = torch.linspace(0.0, 1.0, 7, dtype=torch.float64)[:, None].repeat(1, 2)
+    arrays = prediction_of(tmp_path, ScatteredBump(square, diagonal))
+    write_vtk(tmp_path, square, ["u"], arrays)
+    mesh = meshio.read(tmp_path / "prediction.vtu")
+    assert list(mesh.cells_dict) == ["vertex"] and len(mesh.cells_dict["vertex"]) == 7
+    assert_fields_equal(mesh, arrays, ["u"])

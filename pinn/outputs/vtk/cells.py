@@ -4,7 +4,8 @@
 
 - 1-D: lines joining the points in order.
 - Points on a grid (`grid.grid_indices`): quadrilaterals / hexahedra, and triangles /
-  tetrahedra where a grid cell is cut by the boundary (`grid.grid_cells`).
+  tetrahedra where a grid cell is cut by the boundary (`grid.grid_cells`), unless these leave
+  most points out (a thinned-out grid).
 - Scattered points (reference data): a Delaunay triangulation (matplotlib) in 2-D, a
   tetrahedralisation (scipy, the `vtk` extra) in 3-D.
 
@@ -28,27 +29,44 @@ CellBlocks = list[tuple[str, np.ndarray]]
 # A Delaunay simplex this small, relative to the points' extent, is a sliver of points in a line
 # or a plane: no cell.
 _FLAT_SIMPLEX = 1e-10
+# Points on a grid take its cells when these reach at least this share of them, else Delaunay's.
+_GRID_REACH = 0.5
 
 
 def mesh_cells(points: np.ndarray, inside: Inside) -> CellBlocks:
     """The cells of (M, k) points, k in 1..3, as meshio cell blocks: (type, (C, corners) point
     indices), the cells whose centroid `inside` accepts, then a vertex for each point in none."""
-    if points.shape[1] == 1:
-        blocks = [("line", _lines(points[:, 0]))]
-    else:
-        index = grid_indices(points)
-        blocks = grid_cells(index) if index is not None else _delaunay(points)
     kept = []
-    for kind, cells in blocks:
+    for kind, cells in _candidate_cells(points):
         cells = cells[inside(points[cells].mean(axis=1))]
         if len(cells):
             kept.append((kind, cells))
-    reached = np.zeros(len(points), dtype=bool)
-    for _, cells in kept:
-        reached[cells.reshape(-1)] = True
+    reached = _reached(kept, len(points))
     if not reached.all():
         kept.append(("vertex", np.flatnonzero(~reached)[:, None]))
     return kept
+
+
+def _candidate_cells(points: np.ndarray) -> CellBlocks:
+    """The cells of (M, k) points before the domain has its say: lines in 1-D, else grid cells
+    where the points lie on a grid and these reach most of them, else Delaunay's."""
+    if points.shape[1] == 1:
+        return [("line", _lines(points[:, 0]))]
+    index = grid_indices(points)
+    if index is not None:
+        blocks = grid_cells(index)
+        # A sparse subset of a grid (reference data thinned out) has few whole grid cells.
+        if _reached(blocks, len(points)).mean() >= _GRID_REACH:
+            return blocks
+    return _delaunay(points)
+
+
+def _reached(blocks: CellBlocks, count: int) -> np.ndarray:
+    """(count,) bool: which points are a corner of some cell of the blocks."""
+    reached = np.zeros(count, dtype=bool)
+    for _, cells in blocks:
+        reached[cells.reshape(-1)] = True
+    return reached
 
 
 def _lines(coordinates: np.ndarray) -> np.ndarray:
@@ -74,7 +92,11 @@ def _triangles(points: np.ndarray) -> np.ndarray:
     """(S, 3) point indices of the Delaunay triangles of (M, 2) points."""
     from matplotlib.tri import Triangulation
 
-    return np.asarray(Triangulation(points[:, 0], points[:, 1]).triangles, dtype=np.int64)
+    try:
+        triangles = Triangulation(points[:, 0], points[:, 1]).triangles
+    except (ValueError, RuntimeError):  # the points on a line: no triangle
+        return np.empty((0, 3), dtype=np.int64)
+    return np.asarray(triangles, dtype=np.int64)
 
 
 def _tetrahedra(points: np.ndarray) -> np.ndarray:
@@ -87,4 +109,8 @@ def _tetrahedra(points: np.ndarray) -> np.ndarray:
             f'which needs scipy ({error}): pip install "pinn-torch[vtk]", or set '
             "outputs.vtk=false"
         ) from error
-    return np.asarray(Delaunay(points).simplices, dtype=np.int64)
+    try:
+        tetrahedra = Delaunay(points).simplices
+    except (ValueError, RuntimeError):  # the points in a plane (qhull's error): no tetrahedron
+        return np.empty((0, 4), dtype=np.int64)
+    return np.asarray(tetrahedra, dtype=np.int64)
