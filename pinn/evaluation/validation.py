@@ -12,6 +12,7 @@ import torch
 
 from pinn.derivatives.field import Model
 from pinn.errors import ConfigError
+from pinn.geometry.domain import Domain
 from pinn.problem.problem import Problem
 
 # Up to 3 dimensions the evaluation set is a grid with about this many points inside the domain;
@@ -30,11 +31,22 @@ def evaluation_points(
     for d > 3, `n_points` Sobol points inside (a fixed seed)."""
     domain = problem.domain
     if domain.dim <= 3:
-        fill = domain.volume / domain.bounding_volume
-        per_dim = max(2, round((n_points / fill) ** (1 / domain.dim)))
-        return domain.grid(per_dim, dtype=dtype, device=device)
+        return grid_points(domain, n_points, dtype=dtype, device=device)
     generator = torch.Generator().manual_seed(0)
     return domain.sample_interior(n_points, generator, "sobol", dtype=dtype, device=device)
+
+
+def grid_points(
+    domain: Domain,
+    n_points: int,
+    dtype: torch.dtype = torch.float32,
+    device: str | torch.device = "cpu",
+) -> torch.Tensor:
+    """(M, d) points of a grid over the domain's bounding box that lie in the closed domain,
+    about `n_points` of them (the grid's size set by the share of the box the domain fills)."""
+    fill = domain.volume / domain.bounding_volume
+    per_dim = max(2, round((n_points / fill) ** (1 / domain.dim)))
+    return domain.grid(per_dim, dtype=dtype, device=device)
 
 
 def predict(model: Model, x: torch.Tensor) -> torch.Tensor:

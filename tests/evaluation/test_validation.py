@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from problem_helpers import Bump
 
 from pinn import (
     Box,
@@ -20,19 +21,6 @@ from pinn import (
     train,
 )
 from pinn.evaluation.validation import EVAL_POINTS
-
-
-class Bump(Problem):
-    """A problem on any domain whose exact solution is u = 1 + x² (the residual is unused)."""
-
-    def __init__(self, domain):
-        self.domain = domain
-
-    def residual(self, x, u):
-        return u()
-
-    def exact(self, x):
-        return 1 + x[:, 0] ** 2
 
 
 class Sampled(Problem):

@@ -1,15 +1,10 @@
-"""VTK files of a run's prediction for ParaView, written through meshio (`outputs.vtk=true`).
+"""The VTK files of a prediction, written through meshio: one mesh, or a time series.
 
     write_vtk(run_dir, problem.domain, problem.outputs, arrays)   # arrays: prediction.npz's
 
-The evaluation points are written as a point cloud (one vertex cell per point) with one
-point-data array per output (`u`), and where a reference exists `u_reference` and
-`u_error` = |predicted - reference|. A domain of one or two dimensions has its missing
-coordinates set to 0. A space-time domain becomes a time series: one .vtu per distinct time
-value (the spatial points at that time) in `vtk/`, listed with their times in
-`prediction.vtu.series`, the file-series index ParaView opens as one dataset with a time axis.
-A domain of more than three coordinates (time included: its evaluation points are then
-scattered Sobol points, on no time slices) is skipped with a log line.
+Each file is an unstructured grid of the points (z = 0 in 2-D, y = z = 0 in 1-D) and the cells
+`cells.mesh_cells` makes between them, with one point-data array per output (`u`), and where a
+reference exists `u_reference` and `u_error` = |predicted - reference|.
 """
 
 from __future__ import annotations
@@ -20,9 +15,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from pinn.geometry import Domain, SpaceTime
-from pinn.outputs.finished import FinishedRun
+from pinn.outputs.vtk.cells import Inside, mesh_cells
+from pinn.outputs.vtk.slices import on_time_slices
 
 log = logging.getLogger("pinn")
 
@@ -40,28 +37,46 @@ def write_vtk(
     """Write the prediction as VTK into `run_dir`; returns the files written ([] if skipped).
 
     `arrays` are prediction.npz's: `points` (M, d), `predicted` (M, m) and, optionally,
-    `reference` (M, m), with m = len(output_names).
+    `reference` (M, m), with m = len(output_names). A space-time domain's points must lie on
+    time slices (`slices.time_slices` puts them there); a domain of more than three space
+    coordinates is skipped with a log line.
     """
-    if domain.dim > 3:
-        why = ""
-        if isinstance(domain, SpaceTime):
-            why = (
-                f" ({domain.dim - 1}-D space and time: its evaluation points lie on no time slices)"
-            )
-        log.info(
-            "outputs.vtk: a %d-D domain%s has no picture in ParaView's 3-D space: no VTK file "
-            "written",
-            domain.dim,
-            why,
-        )
+    space = domain.space if isinstance(domain, SpaceTime) else domain
+    if space.dim > 3:
+        _log_skipped(domain)
         return []
     fields = point_fields(output_names, arrays)
     points = arrays["points"]
     if not isinstance(domain, SpaceTime):
         path = run_dir / VTU_NAME
-        _write_cloud(path, points, fields)
+        _write_mesh(path, points, fields, _inside(domain))
         return [path]
-    return _write_series(run_dir, points, fields)
+    if not on_time_slices(points, space.dim):
+        log.info(
+            "outputs.vtk: the points of the %d-D space-time domain lie on no time slices "
+            "(pinn.outputs.vtk.time_slices puts a prediction there): no VTK file written",
+            domain.dim,
+        )
+        return []
+    return _write_series(run_dir, points, fields, _inside(space))
+
+
+def _log_skipped(domain: Domain) -> None:
+    why = f" ({domain.dim - 1}-D space and time)" if isinstance(domain, SpaceTime) else ""
+    log.info(
+        "outputs.vtk: a %d-D domain%s has no picture in ParaView's 3-D space: no VTK file written",
+        domain.dim,
+        why,
+    )
+
+
+def _inside(domain: Domain) -> Inside:
+    """The closed domain's membership test on numpy points."""
+
+    def inside(points: np.ndarray) -> np.ndarray:
+        return domain.contains(torch.from_numpy(points), closed=True).numpy()
+
+    return inside
 
 
 def point_fields(
@@ -80,7 +95,9 @@ def point_fields(
     return fields
 
 
-def _write_series(run_dir: Path, points: np.ndarray, fields: dict[str, np.ndarray]) -> list[Path]:
+def _write_series(
+    run_dir: Path, points: np.ndarray, fields: dict[str, np.ndarray], inside: Inside
+) -> list[Path]:
     """One .vtu per time value (time the last coordinate) and the .series index of them."""
     folder = run_dir / SERIES_FOLDER
     folder.mkdir(exist_ok=True)
@@ -91,7 +108,8 @@ def _write_series(run_dir: Path, points: np.ndarray, fields: dict[str, np.ndarra
     for k, time in enumerate(times):
         at_time = points[:, -1] == time
         path = folder / f"prediction_{k:04d}.vtu"
-        _write_cloud(path, points[at_time, :-1], {n: v[at_time] for n, v in fields.items()})
+        at_time_fields = {name: values[at_time] for name, values in fields.items()}
+        _write_mesh(path, points[at_time, :-1], at_time_fields, inside)
         entries.append({"name": f"{SERIES_FOLDER}/{path.name}", "time": float(time)})
         written.append(path)
     index = run_dir / SERIES_NAME
@@ -99,17 +117,14 @@ def _write_series(run_dir: Path, points: np.ndarray, fields: dict[str, np.ndarra
     return [index, *written]
 
 
-def _write_cloud(path: Path, points: np.ndarray, fields: dict[str, np.ndarray]) -> None:
-    """(M, k <= 3) points as an unstructured grid of M vertices with the `fields` (M,) on them."""
+def _write_mesh(
+    path: Path, points: np.ndarray, fields: dict[str, np.ndarray], inside: Inside
+) -> None:
+    """(M, k <= 3) points, the cells between them and the `fields` (M,) on them, as a .vtu."""
     import meshio  # imported here: only runs with outputs.vtk=true need it
 
     padded = np.zeros((len(points), 3), dtype=np.float64)
     padded[:, : points.shape[1]] = points
-    vertices = [("vertex", np.arange(len(points)).reshape(-1, 1))]
+    cells = mesh_cells(points, inside)
     values = {name: np.ascontiguousarray(field) for name, field in fields.items()}
-    meshio.Mesh(padded, vertices, point_data=values).write(path, binary=True)
-
-
-def write(run: FinishedRun) -> None:
-    """The prediction as VTK (prediction.vtu, or vtk/ and prediction.vtu.series in time)."""
-    write_vtk(run.run_dir, run.problem.domain, run.problem.outputs, run.prediction())
+    meshio.Mesh(padded, cells, point_data=values).write(path, binary=True)
