@@ -41,7 +41,7 @@ def test_a_run_stopped_by_pinn_0_1_0_resumes_and_ends_as_it_did(tmp_path):
 
 def test_a_fresh_run_of_that_config_draws_no_boundary_points_now(tmp_path):
     train(compose_config(OVERRIDES), tmp_path / "fresh")
-    points = load_checkpoint(tmp_path / "fresh" / "checkpoint.pt")["sampler"]
+    points = load_checkpoint(tmp_path / "fresh" / "checkpoint.pt")["training"]["sampler"]
     assert points["boundary"].shape == (0, 2) and points["boundary_counts"] == {}
 
 
