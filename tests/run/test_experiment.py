@@ -45,7 +45,7 @@ def test_every_problem_config_composes_and_loads(name):
         ("trainer.adam.lr=-0.1", "trainer.adam.lr", "> 0"),
         ("trainer.adam.resample_every=-2", "trainer.adam.resample_every", ">= 0"),
         ("problem.n_interior=0", "problem.n_interior", ">= 1"),
-        ("problem.n_boundary=0", "problem.n_boundary", ">= 1"),
+        ("problem.n_boundary=-1", "problem.n_boundary", ">= 0"),
         ("problem.sampler=grid", "problem.sampler", "uniform, sobol, lhs"),
         ("model.width=0", "model.width", ">= 1"),
         ("model.depth=0", "model.depth", ">= 1"),
