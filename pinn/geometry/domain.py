@@ -13,8 +13,9 @@ a level function (`level`: > 0 inside, 0 on the boundary, < 0 outside) and a bou
 Interior points come from an exact map of the unit cube where the shape has one (a box, a ball)
 and by rejection from the bounding box otherwise. Boundary points are shared out between the
 pieces in proportion to their measure (or counted per part: `sample_boundary({"hole": 600})`)
-and drawn on each piece (by rejection where constructive geometry cut it). Every draw comes from the generator passed in, so a draw is seeded and, from
-the same generator state, repeated exactly (what resuming a run relies on).
+and drawn on each piece (by rejection where constructive geometry cut it). Every draw comes from
+the generator passed in, so a draw is seeded and, from the same generator state, repeated
+exactly (what resuming a run relies on).
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ from pinn.geometry.sampling import check_method
 
 log = logging.getLogger(__name__)
 
+
 @dataclass(frozen=True)
 class Batch:
     """The points one training step sees: (N_i, d) interior and the boundary points."""

@@ -73,8 +73,9 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
 
     Under torchrun (`pinn.training.distributed`) every process runs this with the same config:
     it joins the process group, draws `problem.n_interior` and `problem.n_boundary` points of
-    its own (the latter only on the parts the conditions use, `pinn.boundary_counts`) (per process, from a generator seeded for its rank), and only rank 0 writes
-    `run_dir`; every process returns the metrics.
+    its own (the latter only on the parts the conditions use, `pinn.boundary_counts`) (per
+    process, from a generator seeded for its rank), and only rank 0 writes `run_dir`; every
+    process returns the metrics.
 
     `run_dir` is claimed for the run (`pinn.run.rundir`): one holding another run's results is
     refused unless `cfg.overwrite` (or it is the resumed run's own directory), and a lock keeps
