@@ -70,6 +70,7 @@ from pinn.problem import (
     Periodic,
     Problem,
     Robin,
+    boundary_counts,
     load_problem,
     on_grid,
     ring_quadrature,
@@ -127,6 +128,7 @@ __all__ = [
     "Intersection",
     "Difference",
     "PointSampler",
+    "boundary_counts",
     "Refinement",
     # derivatives
     "Field",

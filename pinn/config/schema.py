@@ -84,7 +84,16 @@ class ProblemSettings:
         factory=dict,
     )
     n_interior: int = setting(2000, "interior points per draw (per process under torchrun)")
-    n_boundary: int = setting(200, "boundary points per draw, over all boundary parts")
+    n_boundary: int = setting(
+        200,
+        "boundary points per draw, on the parts the conditions use, shared by measure "
+        "(0: none, for a problem without boundary terms)",
+    )
+    boundary_points: dict[str, Any] = setting(
+        help="points aimed at boundary parts, {part: count (>= 1) or share of n_boundary (in "
+        "(0, 1))}, e.g. {hole: 600, outer: 0.1}; the other used parts share the rest by measure",
+        factory=dict,
+    )
     sampler: str = setting("sobol", "uniform, sobol or lhs")
     weights: dict[str, float] = setting(
         help="loss weight per term, e.g. {dirichlet: 100}; a term not named weighs 1",

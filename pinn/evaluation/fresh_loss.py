@@ -31,12 +31,13 @@ def fresh_loss(
     problem: Problem,
     model: nn.Module,
     n_interior: int,
-    n_boundary: int,
+    n_boundary: int | Mapping[str, int],
     weights: Mapping[str, float],
     engine: str = "auto",
 ) -> float:
     """The weighted loss (sum of weights[k] x mean square of term k) of `model` at
-    `n_interior` interior and `n_boundary` boundary points drawn uniformly from FRESH_SEED,
+    `n_interior` interior and `n_boundary` boundary points (a count over every part, or
+    {part: count} as training draws them, `pinn.boundary_counts`) drawn uniformly from FRESH_SEED,
     in the model's dtype and on its device, derivatives by `engine` (exact Laplacians)."""
     dtype, device = placement(model)
     generator = torch.Generator().manual_seed(FRESH_SEED)

@@ -12,15 +12,16 @@ a level function (`level`: > 0 inside, 0 on the boundary, < 0 outside) and a bou
 
 Interior points come from an exact map of the unit cube where the shape has one (a box, a ball)
 and by rejection from the bounding box otherwise. Boundary points are shared out between the
-pieces in proportion to their measure, and drawn on each piece (by rejection where constructive
-geometry cut it). Every draw comes from the generator passed in, so a draw is seeded and, from
-the same generator state, repeated exactly (what resuming a run relies on).
+pieces in proportion to their measure (or counted per part: `sample_boundary({"hole": 600})`)
+and drawn on each piece (by rejection where constructive geometry cut it). Every draw comes from
+the generator passed in, so a draw is seeded and, from the same generator state, repeated
+exactly (what resuming a run relies on).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -62,13 +63,7 @@ class BoundaryPoints:
 
     def on(self, parts: str | Sequence[str]) -> Tensor:
         """(N,) bool mask of the points on the named part or on any of the parts."""
-        parts = [parts] if isinstance(parts, str) else list(parts)
-        unknown = [name for name in parts if name not in self.part_names]
-        if unknown:
-            raise ConfigError(
-                f"unknown boundary part(s) {unknown}; this domain's parts are "
-                f"{list(self.part_names)}"
-            )
+        parts = known_parts([parts] if isinstance(parts, str) else list(parts), self.part_names)
         indices = torch.tensor([self.part_names.index(n) for n in parts], device=self.part.device)
         return torch.isin(self.part, indices)
 
@@ -262,17 +257,21 @@ class Domain:
 
     def sample_boundary(
         self,
-        n: int,
+        n: int | Mapping[str, int],
         generator: torch.Generator,
         method: str = "sobol",
         dtype: torch.dtype = torch.float32,
         device: str | torch.device = "cpu",
     ) -> BoundaryPoints:
-        """n points on the boundary, shared out between the pieces in proportion to their
-        measure, each with its outward unit normal and part."""
+        """Points on the boundary, each with its outward unit normal and part.
+
+        n: a count, shared out between all the pieces in proportion to their measure; or
+            {part name: count}, exactly that many on each part named (shared between its
+            pieces by measure) and none on the others (`share_boundary` gives such counts).
+        """
         check_method(method)
         measures = self._piece_measures
-        counts = share(n, measures) if n else [0] * len(measures)
+        counts = self._piece_counts(n)
         points, normals, parts = [], [], []
         for piece, count, measure in zip(self.pieces, counts, measures):
             if measure == 0:
@@ -288,6 +287,51 @@ class Domain:
             self.part_names,
             self,
         )
+
+    def share_boundary(self, n: int, parts: Sequence[str] | None = None) -> dict[str, int]:
+        """{part: count}: n points shared between the pieces of `parts` (all for None) by
+        measure, largest remainder, summed per part; what `sample_boundary(n)` draws when
+        `parts` is every part."""
+        names = self.part_names if parts is None else known_parts(parts, self.part_names)
+        measures = [m if p.name in names else 0.0 for p, m in self._pieces_with_measures]
+        counts = share(n, measures) if n and any(measures) else [0] * len(measures)
+        totals = dict.fromkeys(names, 0)
+        for (piece, _), count in zip(self._pieces_with_measures, counts):
+            if piece.name in totals:
+                totals[piece.name] += count
+        return totals
+
+    @property
+    def _pieces_with_measures(self) -> list[tuple[Piece, float]]:
+        return list(zip(self.pieces, self._piece_measures))
+
+    def _piece_counts(self, n: int | Mapping[str, int]) -> list[int]:
+        """How many of the boundary points each piece gets, for `sample_boundary`'s `n`.
+
+        With {part: count}, the pieces of the named parts are first shared the total by
+        measure, as an int n is; a part whose pieces' shares do not sum to its count (one
+        given more or fewer than its measure's share) splits its count between its pieces by
+        measure instead. So counts that `share_boundary` gave draw exactly what an int does.
+        """
+        if not isinstance(n, Mapping):
+            return share(n, self._piece_measures) if n else [0] * len(self.pieces)
+        wanted = dict(n)
+        known_parts(list(wanted), self.part_names)
+        for name, count in wanted.items():
+            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                raise ConfigError(
+                    f"boundary part {name!r}: a count of points must be a whole number >= 0, "
+                    f"got {count!r}"
+                )
+        measures = [m if p.name in wanted else 0.0 for p, m in self._pieces_with_measures]
+        total = sum(wanted.values())
+        counts = share(total, measures) if total else [0] * len(measures)
+        for name, count in wanted.items():
+            mine = [i for i, piece in enumerate(self.pieces) if piece.name == name]
+            if sum(counts[i] for i in mine) != count:
+                for i, split in zip(mine, share(count, [measures[i] for i in mine])):
+                    counts[i] = split
+        return counts
 
     def boundary_quadrature(
         self,
@@ -391,6 +435,16 @@ class Domain:
         from pinn.geometry.csg import Difference
 
         return Difference(self, other)
+
+
+def known_parts(parts: Sequence[str], part_names: Sequence[str]) -> list[str]:
+    """`parts` as a list, refused unless each is one of `part_names` (a domain's parts)."""
+    unknown = [name for name in parts if name not in part_names]
+    if unknown:
+        raise ConfigError(
+            f"unknown boundary part(s) {unknown}; this domain's parts are {list(part_names)}"
+        )
+    return list(parts)
 
 
 def coordinate_names(dim: int, names: Sequence[str] | None, kind: str) -> tuple[str, ...]:

@@ -2,6 +2,7 @@
 
 points = PointSampler(problem.domain, 2000, 400, "sobol", torch.Generator().manual_seed(1))
 batch = points.draw()          # Batch: (2000, d) interior, 400 boundary points
+PointSampler(domain, 2000, {"hole": 600, "outer": 0}, ...)   # boundary points counted per part
 state = points.state_dict()    # plain tensors: enough to get `batch` back, and what follows
 
 With a `Refinement` (pinn.geometry.refinement), `points.refine(residual)` moves or adds
@@ -11,7 +12,8 @@ generator.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +23,8 @@ from pinn.errors import CheckpointError, ConfigError, require_int
 from pinn.geometry.domain import BoundaryPoints, Domain
 from pinn.geometry.refinement import Refinement, evaluate
 from pinn.geometry.sampling import check_method
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -35,14 +39,16 @@ class PointSampler:
     """Draws the interior and boundary points of a training step from one seeded generator.
 
     Shapes: `draw().interior` is (n_interior, d), plus RAR's added points; `draw().boundary.points`
-    is (n_boundary, d). `refinement` (default: none) says how `refine` follows the residual.
+    is (n_boundary, d), n_boundary a count shared by measure over every boundary part, or
+    {part: count} (`pinn.boundary_counts` gives those a problem's conditions use): the sum of
+    the counts. `refinement` (default: none) says how `refine` follows the residual.
     """
 
     def __init__(
         self,
         domain: Domain,
         n_interior: int,
-        n_boundary: int,
+        n_boundary: int | Mapping[str, int],
         method: str,
         generator: torch.Generator,
         dtype: torch.dtype = torch.float32,
@@ -50,10 +56,12 @@ class PointSampler:
         refinement: Refinement | None = None,
     ):
         require_int("problem.n_interior", n_interior, minimum=1)
-        require_int("problem.n_boundary", n_boundary, minimum=1)
+        if not isinstance(n_boundary, Mapping):
+            require_int("problem.n_boundary", n_boundary, minimum=0)
         check_method(method, "problem.sampler")
         self.domain, self.method, self.generator = domain, method, generator
-        self.n_interior, self.n_boundary = n_interior, n_boundary
+        self.n_interior = n_interior
+        self.n_boundary = dict(n_boundary) if isinstance(n_boundary, Mapping) else n_boundary
         self.dtype, self.device = dtype, device
         self.refinement = refinement or Refinement()
         self._drawn: Batch | None = None  # the last draw
@@ -114,7 +122,9 @@ class PointSampler:
         """The sampler's state after its last draw and refinement, as tensors only.
 
         generator: the generator's state (uint8) just before the last draw;
-        interior, boundary: the (N, d) points that draw gave, to check the redraw against.
+        interior, boundary: the (N, d) points that draw gave, to check the redraw against;
+        boundary_counts: {part: count} where the boundary points were counted per part (absent
+        where a count was shared by measure over every part, as every older pinn did).
         With a refinement method, also refinement: its settings (a dict); added: the (A, d)
         points RAR added (0 rows for RAD); and, after a refinement since the last draw,
         refined: {"generator": the state after it, "interior": the current interior points}.
@@ -126,6 +136,8 @@ class PointSampler:
             "interior": self._drawn.interior.detach().cpu(),
             "boundary": self._drawn.boundary.points.detach().cpu(),
         }
+        if isinstance(self.n_boundary, dict):
+            state["boundary_counts"] = dict(self.n_boundary)
         if self.refinement.method != "none":
             state["refinement"] = self.refinement.settings()
             state["added"] = self._added.detach().cpu()
@@ -137,7 +149,10 @@ class PointSampler:
     def load_state_dict(self, state: dict[str, Any]) -> Batch:
         """Take up the batch `state` was saved at; returns it, the generator just past it.
 
-        The last draw is drawn again and checked against the saved points. Refined points are
+        The last draw is drawn again and checked against the saved points. A state that holds
+        no boundary counts (one written before they could be counted per part) had its
+        boundary points shared by measure over every part: this sampler goes on drawing them so,
+        and the run continues as it began. Refined points are
         restored as saved: they were chosen by the residual of the network at that time, which
         the generator alone cannot reproduce.
 
@@ -154,6 +169,7 @@ class PointSampler:
             )
         if mine is not None:
             self._added = state["added"].to(dtype=self.dtype, device=self.device)
+        self._take_boundary_split(state)
         self.generator.set_state(state["generator"])
         batch = self.draw()
         same = _same(self._drawn.interior, state["interior"]) and _same(
@@ -170,6 +186,18 @@ class PointSampler:
             self._state_after_refine = refined["generator"]
             batch = self._keep(refined["interior"].to(dtype=self.dtype, device=self.device))
         return batch
+
+    def _take_boundary_split(self, state: dict[str, Any]) -> None:
+        """Draw the boundary points as the run that wrote `state` did, where it predates
+        counts per part (their split then is not this config's to choose)."""
+        if "boundary_counts" in state or not isinstance(self.n_boundary, dict):
+            return
+        self.n_boundary = len(state["boundary"])
+        log.info(
+            "the checkpoint's sampler shared its %d boundary points by measure over every part "
+            "(written before points were counted per part): the resumed run goes on so",
+            self.n_boundary,
+        )
 
     def _keep(self, interior: torch.Tensor) -> Batch:
         """Make the (N, d) `interior` and the last draw's boundary points the current batch."""

@@ -11,10 +11,13 @@
     on_grid                           reference data on a tensor grid as points and values (grids)
     CausalSettings, CausalWeighting   trainer.causal: PDE residuals weighted by time (causal)
     loss_terms, weighted_sum          the named mean-square terms of a batch (loss)
+    boundary_counts                   boundary points per part, where conditions read them
+                                        (boundary_points)
 
 This layer knows geometry and derivatives; training and the run layer build on it.
 """
 
+from pinn.problem.boundary_points import boundary_counts
 from pinn.problem.causal import CausalSettings, CausalWeighting
 from pinn.problem.conditions import (
     BoundaryResidual,
@@ -46,6 +49,7 @@ __all__ = [
     "QuantityTools",
     "Robin",
     "Unknowns",
+    "boundary_counts",
     "check_reference",
     "load_problem",
     "loss_terms",

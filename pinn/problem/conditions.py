@@ -45,9 +45,15 @@ class Condition:
     Subclasses implement `residual(u, boundary, field_at)`: the (n,) residual, zero where the
     condition holds, from `u`, the field at every boundary point (`boundary.points`). A
     condition that needs the network elsewhere asks `field_at(points, site)` for a field.
+    `boundary_parts` says which parts' points it reads (every part, unless it overrides it):
+    the sampler draws points only there (`pinn.boundary_counts`).
     """
 
     name: str
+
+    def boundary_parts(self, part_names: tuple[str, ...]) -> tuple[str, ...]:
+        """The boundary parts whose points `residual` reads, of the domain's `part_names`."""
+        return part_names
 
     def residual(
         self, u: Field, boundary: BoundaryPoints, field_at: FieldAt | None = None
@@ -68,6 +74,12 @@ class _OnFaces(Condition):
 
     def _mask(self, boundary: BoundaryPoints) -> torch.Tensor | slice:
         return select(self.on, boundary, self.name)
+
+    def boundary_parts(self, part_names: tuple[str, ...]) -> tuple[str, ...]:
+        """The parts `on` names; every part for "boundary" or a predicate (it may pick any)."""
+        if callable(self.on) or self.on == "boundary":
+            return part_names
+        return (self.on,) if isinstance(self.on, str) else tuple(self.on)
 
 
 class Dirichlet(_OnFaces):
@@ -264,6 +276,10 @@ class Initial(Condition):
         self.value, self.rate, self.time, self.out = value, rate, time, out
         self.name = name or ("initial" if rate is None else "initial_rate")
 
+    def boundary_parts(self, part_names: tuple[str, ...]) -> tuple[str, ...]:
+        """The face `<time>_min`."""
+        return (f"{self.time}_min",)
+
     def residual(
         self, u: Field, boundary: BoundaryPoints, field_at: FieldAt | None = None
     ) -> torch.Tensor:
@@ -316,6 +332,10 @@ class Periodic(Condition):
             )
         self.coordinate = coordinates[0][0]
         self.derivative, self.out, self.name = derivative, out, name
+
+    def boundary_parts(self, part_names: tuple[str, ...]) -> tuple[str, ...]:
+        """The face on[0] only: the network is evaluated on on[1] at its points moved across."""
+        return self.faces[:1]
 
     def residual(
         self, u: Field, boundary: BoundaryPoints, field_at: FieldAt | None = None
@@ -393,7 +413,8 @@ def select(on: Where, boundary: BoundaryPoints, name: str) -> torch.Tensor | sli
     if validating() and not mask.any():
         raise ConfigError(
             f"condition {name!r} selects none of the {boundary.points.shape[0]} boundary points; "
-            "draw more (problem.n_boundary) or check where it holds"
+            "draw more (problem.n_boundary, or aim some at it: problem.boundary_points) or "
+            "check where it holds"
         )
     return mask
 

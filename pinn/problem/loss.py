@@ -73,7 +73,10 @@ def residuals(
         terms = causal(terms, batch.interior, problem.inputs, domain.lower, domain.upper)
     if problem.conditions:
         # One field at every boundary point, shared by the conditions (each masks its own).
-        boundary = field_at(batch.boundary.points, "boundary")
+        # None where no point was drawn: then no condition reads them (`boundary_counts`), and
+        # a network evaluated at no point would only burden the derivative rows.
+        drawn = batch.boundary.points.shape[0] > 0
+        boundary = field_at(batch.boundary.points, "boundary") if drawn else None
         for condition in problem.conditions:
             if condition.name in terms:
                 raise ConfigError(

@@ -38,6 +38,10 @@ class Observations(Condition):
         self.points, self.values = points.detach(), values.detach()
         self.out, self.name = out, name
 
+    def boundary_parts(self, part_names: tuple[str, ...]) -> tuple[str, ...]:
+        """None: observations hold at their own points."""
+        return ()
+
     def residual(
         self, u: Field, boundary: BoundaryPoints, field_at: FieldAt | None = None
     ) -> torch.Tensor:

@@ -14,12 +14,13 @@ window.
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import torch
 
 from pinn.errors import ConfigError
 from pinn.geometry import SpaceTime
+from pinn.problem.boundary_points import boundary_counts, used_parts
 from pinn.problem.conditions import Condition, Initial, autograd_fields
 from pinn.problem.observations import Observations
 from pinn.problem.problem import Problem
@@ -61,6 +62,15 @@ def window_problem(
     return TimeWindow(problem, window, kept)
 
 
+def window_counts(
+    window: TimeWindow, n_boundary: int, aimed: Mapping[str, int | float]
+) -> dict[str, int]:
+    """`boundary_counts` for one window: `aimed` (checked on the whole problem) less the parts
+    no condition of this window reads (the initial face, after the first window)."""
+    used = used_parts(window)
+    return boundary_counts(window, n_boundary, {p: v for p, v in aimed.items() if p in used})
+
+
 def needs_rate(problem: Problem) -> bool:
     """Whether a window's start must match du/dt too: the problem gives it at its initial
     time (an `Initial(rate=...)`), so it is second order in time."""
@@ -76,6 +86,10 @@ class WindowStart(Condition):
 
     def __init__(self, points, values, rates=None, axis: int = -1):
         self.points, self.values, self.rates, self.axis = points, values, rates, axis
+
+    def boundary_parts(self, part_names: tuple[str, ...]) -> tuple[str, ...]:
+        """None: the start values hold at their own points."""
+        return ()
 
     def residual(self, u, boundary, field_at=None) -> torch.Tensor:
         """(M m,) u - values, then (M m,) du/dt - rates where rates are given."""

@@ -27,9 +27,10 @@ from pinn.outputs import FinishedRun, chosen_writers, run_loggers, write_outputs
 from pinn.outputs.metrics import summarise
 from pinn.outputs.provenance import provenance, utc_now
 from pinn.plots.files import PlotOptions
+from pinn.problem.boundary_points import boundary_counts
 from pinn.problem.problem import load_problem
 from pinn.problem.quantities import error_kind
-from pinn.problem.time_windows import check_windowable
+from pinn.problem.time_windows import check_windowable, window_counts
 from pinn.run.build import (
     build_model,
     device_of,
@@ -70,8 +71,9 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
 
     Under torchrun (`pinn.training.distributed`) every process runs this with the same config:
     it joins the process group, draws `problem.n_interior` and `problem.n_boundary` points of
-    its own (per process, from a generator seeded for its rank), and only rank 0 writes
-    `run_dir`; every process returns the metrics.
+    its own (the latter only on the parts the conditions use, `pinn.boundary_counts`) (per
+    process, from a generator seeded for its rank), and only rank 0 writes `run_dir`; every
+    process returns the metrics.
 
     `run_dir` is claimed for the run (`pinn.run.rundir`): one holding another run's results is
     refused unless `cfg.overwrite` (or it is the resumed run's own directory), and a lock keeps
@@ -124,6 +126,8 @@ def _train(
     windows = config.windows
     if windows.on:
         check_windowable(problem)  # before any work
+    aimed = config.problem.boundary_points
+    counts = boundary_counts(problem, config.problem.n_boundary, aimed)  # checked before work
 
     def build(task):
         return build_model(task, config.model, seed).to(dtype=dtype, device=device)
@@ -145,7 +149,7 @@ def _train(
         points = PointSampler(
             task.domain,
             config.problem.n_interior,
-            config.problem.n_boundary,
+            window_counts(task, config.problem.n_boundary, aimed) if windows.on else counts,
             config.problem.sampler,
             generator,
             dtype,
@@ -198,7 +202,7 @@ def _train(
         wall_time = result.history[-1]["time_s"]
 
     metrics = summarise(result, validator, model, wall_time, unknowns.values(), problem)
-    sizes = config.problem.n_interior, config.problem.n_boundary
+    sizes = config.problem.n_interior, counts
     metrics["fresh_loss"] = fresh_loss(problem, model, *sizes, weights, config.engine)
     metrics |= provenance(cfg, device, started_at, utc_now(), problem)
     if world.is_main:

@@ -58,7 +58,7 @@ REDUCED = {
     ),
     # 5.50e-4, 1.37e-3 in 63 s (the loss falls after ~70 GN); default 5.96e-5, 1.7e-4.
     "wave": Reduced(
-        ["problem.n_interior=1000", "problem.n_boundary=100", "trainer.gauss_newton.steps=95"],
+        ["problem.n_interior=1000", "problem.n_boundary=25", "trainer.gauss_newton.steps=95"],
         1.7e-3,
         4.1e-3,
     ),
@@ -84,7 +84,7 @@ REDUCED = {
     ),
     # 3.20e-5, 4.2e-5 in 64 s (falls after ~55 GN); default 4.79e-6, 1.0e-5.
     "annulus": Reduced(
-        ["problem.n_interior=1000", "problem.n_boundary=400", "trainer.gauss_newton.steps=70"],
+        ["problem.n_interior=1000", "problem.n_boundary=133", "trainer.gauss_newton.steps=70"],
         1e-4,
         1.3e-4,
     ),
@@ -94,7 +94,7 @@ REDUCED = {
     "allen_cahn": Reduced(
         [
             "problem.n_interior=1000",
-            "problem.n_boundary=100",
+            "problem.n_boundary=33",
             "trainer.adam.steps=1000",
             "trainer.gauss_newton.steps=70",
         ],

@@ -29,6 +29,7 @@ from pinn import (
     PointSampler,
     Refinement,
     TrainSettings,
+    boundary_counts,
     compose_config,
     fit,
     load_checkpoint,
@@ -61,8 +62,9 @@ WEIGHTS = {"dirichlet": 100.0}
 # ---- fit(..., resume_from=...) in process ------------------------------------------------------
 
 
-def tiny_parts(refinement=None):
-    """A tiny float64 Poisson problem, its model and point sampler, seeded."""
+def tiny_parts(refinement=None, n_boundary=32):
+    """A tiny float64 Poisson problem, its model and point sampler (n_boundary: a count or
+    {part: count}), seeded."""
     problem = Poisson(hard_boundary=False)  # a Dirichlet term: WEIGHTS
     model = MLP(
         2,
@@ -75,7 +77,7 @@ def tiny_parts(refinement=None):
     points = PointSampler(
         problem.domain,
         64,
-        32,
+        n_boundary,
         "sobol",
         torch.Generator().manual_seed(1),
         dtype=torch.float64,
@@ -84,9 +86,9 @@ def tiny_parts(refinement=None):
     return problem, model, points
 
 
-def tiny_fit(settings, refinement=None, **options):
-    """Fit `tiny_parts(refinement)` with `settings`; returns (model, FitResult)."""
-    problem, model, points = tiny_parts(refinement)
+def tiny_fit(settings, refinement=None, n_boundary=32, **options):
+    """Fit `tiny_parts(refinement, n_boundary)` with `settings`; returns (model, FitResult)."""
+    problem, model, points = tiny_parts(refinement, n_boundary)
     return model, fit(problem, model, settings, points, weights=WEIGHTS, **options)
 
 
@@ -169,6 +171,21 @@ LBFGS_REDRAWS = TrainSettings(
     checkpoint_every=1,
     progress=False,
 )
+
+
+def test_boundary_points_aimed_at_a_part_resume_exactly(monkeypatch, written_checkpoints):
+    counts = boundary_counts(Poisson(hard_boundary=False), 32, {"x_min": 20})
+    assert counts["x_min"] == 20 and sum(counts.values()) == 32
+    model, result = tiny_fit(SETTINGS, n_boundary=counts, checkpoint_path="unused.pt")
+    monkeypatch.setattr(pinn.training.checkpoints, "save_checkpoint", lambda path, state: None)
+    for data in written_checkpoints[1::4]:
+        state = torch.load(io.BytesIO(data), weights_only=True)
+        assert state["training"]["sampler"]["boundary_counts"] == counts
+        resumed_model, resumed = tiny_fit(
+            SETTINGS, n_boundary=counts, checkpoint_path="unused.pt", resume_from=state
+        )
+        assert torch.equal(flat(resumed_model), flat(model)), state["step"]
+        assert resumed.final_loss == result.final_loss
 
 
 def test_lbfgs_redraws_its_points_and_resumes_exactly_across_a_redraw(
