@@ -426,8 +426,11 @@ def evaluate_value(
     of the points, or of the points and their (n, d) outward `normals` when those are given."""
     if callable(value):
         arguments = (points,) if normals is None else (points, normals)
-        _check_arity(value, arguments, name)
-        result = value(*arguments)
+        try:
+            result = value(*arguments)
+        except TypeError:  # read the signature only then: not at every step of a good run
+            _check_arity(value, arguments, name)
+            raise
         if not isinstance(result, torch.Tensor) or result.shape != points.shape[:1]:
             is_tensor = isinstance(result, torch.Tensor)
             got = tuple(result.shape) if is_tensor else type(result).__name__
@@ -441,7 +444,7 @@ def evaluate_value(
 
 def _check_arity(function: Callable, arguments: tuple, name: str) -> None:
     """Refuse a value function that cannot take `arguments` (the points, and the normals with
-    normals=True), saying which flag it needs, before calling it."""
+    normals=True), saying which flag it needs; one that can returns (its own TypeError stands)."""
     try:
         inspect.signature(function).bind(*arguments)
     except TypeError:
