@@ -1,4 +1,4 @@
-"""Error against wall time: Adam alone, Adam + L-BFGS and Adam + Gauss-Newton, per problem.
+"""Error against wall time: Adam alone, Adam + L-BFGS, Adam + Gauss-Newton and Adam + BFGS.
 
 Each problem runs with its yaml's network, points and Adam steps (`conf/problem/<name>.yaml`),
 only the phases changed, one run after the other in this process (so one process at a time):
@@ -7,6 +7,10 @@ only the phases changed, one run after the other in this process (so one process
     adam+lbfgs    trainer.phases=[adam,lbfgs], `--lbfgs` L-BFGS iterations
     adam+gn       trainer.phases=[adam,gauss_newton], `--gn` Gauss-Newton iterations (the
                   yaml's `trainer.gauss_newton.steps` unless given)
+    adam+bfgs     trainer.phases=[adam,bfgs], `--bfgs` iterations of self-scaled Broyden
+                  (trainer.bfgs's defaults otherwise)
+
+`--methods` runs some of them only.
 
 A history row every `--every` steps gives the curve: rel_l2 against the run's own clock
 (`time_s` of history.csv, training only). Prints, per run, the final rel_l2, the time, and the
@@ -55,6 +59,11 @@ def methods(args: argparse.Namespace, adam_steps: int, gn_steps: int) -> dict[st
             "trainer.phases=[adam,gauss_newton]",
             f"trainer.adam.steps={scaled(adam_steps)}",
             f"trainer.gauss_newton.steps={scaled(gn_steps)}",
+        ],
+        "adam+bfgs": [
+            "trainer.phases=[adam,bfgs]",
+            f"trainer.adam.steps={scaled(adam_steps)}",
+            f"trainer.bfgs.steps={scaled(args.bfgs)}",
         ],
     }
 
@@ -136,6 +145,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--adam-factor", type=int, default=2)
     parser.add_argument("--lbfgs", type=int, default=2000)
     parser.add_argument("--gn", type=int, default=None, help="default: the yaml's steps")
+    parser.add_argument("--bfgs", type=int, default=2000)
+    parser.add_argument("--methods", nargs="+", default=None, help="default: all of them")
     parser.add_argument("--every", type=int, default=10)
     parser.add_argument("--scale", type=float, default=1.0, help="every step count times this")
     parser.add_argument("--threads", type=int, default=None)
@@ -150,6 +161,8 @@ def main(argv: list[str] | None = None) -> None:
         gn_steps = args.gn if args.gn is not None else trainer.gauss_newton.steps
         by_method: dict[str, list[tuple[float, float]]] = {}
         for method, overrides in methods(args, trainer.adam.steps, gn_steps).items():
+            if args.methods is not None and method not in args.methods:
+                continue
             metrics, points = run(problem, overrides, args.every, args.threads)
             by_method[method] = points
             seconds = points[-1][0] if points else math.nan

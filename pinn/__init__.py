@@ -77,6 +77,7 @@ from pinn.problem import (
 )
 from pinn.training import (
     AdamSettings,
+    BFGSSettings,
     Callback,
     FitResult,
     GaussNewtonSettings,
@@ -160,6 +161,7 @@ __all__ = [
     "AdamSettings",
     "LBFGSSettings",
     "GaussNewtonSettings",
+    "BFGSSettings",
     "CausalSettings",
     "Callback",
     "HistoryFile",

@@ -306,8 +306,8 @@ def _closest(schema: type, key: str, valid: list[str]) -> list[str]:
         if dataclasses.is_dataclass(kind)
         for leaf in dataclasses.fields(kind)
     }
-    close = difflib.get_close_matches(key, [*valid, *inner], n=1)
-    return close or [dotted for dotted, leaf in inner.items() if leaf == key][:1]
+    same = [dotted for dotted, leaf in inner.items() if leaf == key]  # the first block's first
+    return same[:1] or difflib.get_close_matches(key, [*valid, *inner], n=1)
 
 
 def block_schema(block: str) -> type | None:

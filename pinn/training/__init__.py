@@ -4,7 +4,8 @@
     Callback                                           called by fit at each history row,
                                                        checkpoint, phase change, the end
     TrainSettings                                      how to train, checked when made
-    AdamSettings, LBFGSSettings, GaussNewtonSettings   the phases' settings blocks
+    AdamSettings, LBFGSSettings, GaussNewtonSettings,  the phases' settings blocks
+      BFGSSettings
     PHASES                                             the registered phases, by name
     RunState, FitResult                                a run's state (what a checkpoint
                                                        holds), what fit returns
@@ -13,8 +14,9 @@
     HistoryCSV, HistoryFile                            history.csv, written as a run goes
 
 Folders: phases/ (one module per phase, each reading top to bottom; parts: what they call),
-optim/ (the optimisers' algebra: L-BFGS, Levenberg-Marquardt, damped solves, Jacobian
-products, schedules), rows/ (the loss as residual rows and their Jacobian, for Gauss-Newton),
+optim/ (the optimisers' algebra: the quasi-Newton iterations and their line search, L-BFGS,
+dense self-scaled BFGS, Levenberg-Marquardt, damped solves, Jacobian products, schedules),
+rows/ (the loss as residual rows and their Jacobian, for Gauss-Newton),
 strategies/ (loss weighting, time-marching). Beside them, the parts a phase calls at its
 cadence: step_loss (the loss of a batch, eager or compiled), recording (history rows, progress),
 checkpoints (the files, and when and who writes them), divergence (non-finite losses),
@@ -29,9 +31,16 @@ from pinn.training.checkpoints import CHECKPOINT_NAME, load_checkpoint, save_che
 from pinn.training.distributed import World, rank_seed
 from pinn.training.history import HISTORY_NAME, HistoryCSV, HistoryFile
 from pinn.training.loop import fit
+from pinn.training.optim.bfgs import BFGS
 from pinn.training.optim.lbfgs import LBFGS
 from pinn.training.optim.levenberg_marquardt import LevenbergMarquardt
-from pinn.training.phases import PHASES, AdamSettings, GaussNewtonSettings, LBFGSSettings
+from pinn.training.phases import (
+    PHASES,
+    AdamSettings,
+    BFGSSettings,
+    GaussNewtonSettings,
+    LBFGSSettings,
+)
 from pinn.training.rows.residual_rows import ResidualRows, Rows
 from pinn.training.settings import TrainSettings
 from pinn.training.state import FitResult, RunState
@@ -42,6 +51,7 @@ __all__ = [
     "AdamSettings",
     "LBFGSSettings",
     "GaussNewtonSettings",
+    "BFGSSettings",
     "CHECKPOINT_NAME",
     "HISTORY_NAME",
     "WEIGHTINGS",
@@ -49,6 +59,7 @@ __all__ = [
     "FitResult",
     "HistoryCSV",
     "HistoryFile",
+    "BFGS",
     "LBFGS",
     "LevenbergMarquardt",
     "LossWeights",

@@ -23,8 +23,11 @@ from pinn.training.settings import TrainSettings
 
 def without_budgets(shaped: Mapping[str, Any]) -> dict[str, Any]:
     """`shaping(settings)`'s dict with the budgets of the phases that may change them left
-    out: what must be equal between a run and its resumption."""
-    kept = dict(shaped)
+    out, and the blocks of phases it does not list (they change no number; a checkpoint
+    written before a phase existed lacks its block): what must be equal between a run and its
+    resumption."""
+    listed = set(shaped.get("phases", ()))
+    kept = {key: value for key, value in shaped.items() if key not in PHASES or key in listed}
     for name, phase in PHASES.items():
         if phase.budget_free and isinstance(kept.get(name), Mapping):
             kept[name] = {key: value for key, value in kept[name].items() if key != "steps"}

@@ -173,6 +173,10 @@ def fit(
     if resume_from is not None:
         is_path = isinstance(resume_from, (str, Path))
         state.restore(load_checkpoint(resume_from) if is_path else resume_from)
+    for name in settings.phases[state.phase_index :]:  # before any work: nothing is lost
+        if settings.block(name).steps:
+            phase_class(name)(settings.block(name)).check(state)
+    _check_phases(state)
     if state.phase == "done":  # a finished run: nothing left to train
         result = state.result()
         listeners.on_end(result, state)
@@ -258,6 +262,14 @@ def _quantities(problem: Problem, model: nn.Module) -> Callable[[nn.Module], dic
     values = evaluate_quantities(problem, model, tools)
     quantity_errors(values, problem.quantity_reference, f"{type(problem).__name__}")
     return lambda trained: evaluate_quantities(problem, trained, tools)
+
+
+def _check_phases(state: RunState) -> None:
+    """Each phase still to run refuses what it cannot train, before any of them starts."""
+    settings = state.settings
+    for name in settings.phases[state.phase_index :]:
+        if settings.block(name).steps:
+            phase_class(name)(settings.block(name)).check(state)
 
 
 def _refuse_deterministic(settings: TrainSettings) -> None:

@@ -20,6 +20,7 @@ from pinn.training.compiling import check_compile
 from pinn.training.phases import (
     PHASES,
     AdamSettings,
+    BFGSSettings,
     GaussNewtonSettings,
     LBFGSSettings,
     phase_class,
@@ -33,12 +34,14 @@ class TrainSettings:
 
     Attributes:
         phases: the training methods, run in this order (`pinn.training.phases`): "adam",
-            "lbfgs", "gauss_newton"; each has its settings block, the field of its name (a
+            "lbfgs", "gauss_newton", "bfgs"; each has its settings block, the field of its name (a
             dict of its keys is taken too). A phase of 0 steps is skipped.
         adam: `AdamSettings` (steps, lr, lr_decay, schedule, resample_every).
         lbfgs: `LBFGSSettings` (steps, tolerance, stall_window, stall_decrease, history_size).
         gauss_newton: `GaussNewtonSettings` (steps, damping, line_search, solver, max_tries,
             stall_window, stall_decrease, dense_limit, cg_iterations).
+        bfgs: `BFGSSettings` (steps, update, loss_transform, tolerance, stall_window,
+            stall_decrease, resample_every, max_parameters).
         weighting: "fixed" (the weights given to `fit`) or "lra", learning-rate annealing
             (`pinn.training.strategies.weighting`): during Adam, every `weighting_every` steps, the
             condition and data terms' weights move towards balancing their gradients with the
@@ -64,7 +67,7 @@ class TrainSettings:
     """
 
     phases: list[str] = setting(
-        help="training methods in order: adam, lbfgs, gauss_newton (a phase may repeat; "
+        help="training methods in order: adam, lbfgs, gauss_newton, bfgs (a phase may repeat; "
         "0 steps = skipped)",
         factory=lambda: ["adam", "lbfgs"],
     )
@@ -75,6 +78,10 @@ class TrainSettings:
     gauss_newton: GaussNewtonSettings = setting(
         help="Levenberg-Marquardt on the last points drawn: the loss as a sum of squared rows",
         factory=GaussNewtonSettings,
+    )
+    bfgs: BFGSSettings = setting(
+        help="dense (self-scaled) BFGS on the last points drawn, strong Wolfe line search",
+        factory=BFGSSettings,
     )
     weighting: str = setting(
         "fixed", "loss weights: fixed (problem.weights) or lra (learning-rate annealing, Adam only)"

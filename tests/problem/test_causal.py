@@ -163,10 +163,11 @@ def with_causal(settings, **causal):
 
 
 CAUSAL = TrainSettings(
-    phases=["adam", "lbfgs", "gauss_newton"],
+    phases=["adam", "lbfgs", "gauss_newton", "bfgs"],
     adam={"steps": 12, "resample_every": 5},
     lbfgs={"steps": 4},
     gauss_newton={"steps": 4},
+    bfgs={"steps": 4},
     log_every=3,
     checkpoint_every=3,
     progress=False,
@@ -194,7 +195,7 @@ def causal_run():
 def test_a_short_run_logs_the_causal_weights_in_every_phase(causal_run):
     _, result, _ = causal_run
     history = result.history
-    assert {row["phase"] for row in history} == {"adam", "lbfgs", "gauss_newton", "final"}
+    assert {row["phase"] for row in history} == {"adam", "lbfgs", "gauss_newton", "bfgs", "final"}
     for row in history:
         assert 0 < row[MIN_WEIGHT] <= row[MEAN_WEIGHT] <= 1, row
     assert len({row[MIN_WEIGHT] for row in history}) > 3  # they move as the loss does

@@ -31,8 +31,10 @@ from pinn.training.distributed import World, rank_seed, start, stop
 from pinn.training.strategies.weighting import LossWeights
 
 SETTINGS = TrainSettings(
+    phases=["adam", "lbfgs", "bfgs"],
     adam={"steps": 24, "resample_every": 3},
     lbfgs={"steps": 12},
+    bfgs={"steps": 12},
     log_every=4,
     checkpoint_every=4,
     weighting="lra",
@@ -89,7 +91,8 @@ def train(world: World, out: Path) -> None:
     kept = world.gather(kept)[0]
     adam = [k for k, (_, phase) in enumerate(kept) if phase == "adam"]
     lbfgs = [k for k, (_, phase) in enumerate(kept) if phase == "lbfgs"]
-    for k in (adam[len(adam) // 2], lbfgs[len(lbfgs) // 2]):
+    bfgs = [k for k, (_, phase) in enumerate(kept) if phase == "bfgs"]
+    for k in (adam[len(adam) // 2], lbfgs[len(lbfgs) // 2], bfgs[len(bfgs) // 2]):
         problem, model, points = parts(world)
         resumed = fit(problem, model, SETTINGS, points, WEIGHTS, resume_from=kept[k][0])
         torch.save(outcome(problem, model, resumed), out / f"rank{world.rank}_resumed_{k}.pt")

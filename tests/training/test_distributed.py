@@ -72,7 +72,7 @@ def trained(tmp_path_factory):
     return out, worker("train", out)
 
 
-def test_adam_and_lbfgs_leave_identical_parameters_unknowns_and_weights(trained):
+def test_adam_lbfgs_and_bfgs_leave_identical_parameters_unknowns_and_weights(trained):
     _, (first, second) = trained
     for mine, theirs in zip(first["parameters"], second["parameters"]):
         assert torch.equal(mine, theirs)
@@ -96,10 +96,10 @@ def test_rar_adds_points_alike_and_keeps_the_processes_identical(tmp_path):
         assert repr({k: v for k, v in mine.items() if k != "rel_l2"}) == repr(theirs)
 
 
-def test_resumed_from_a_checkpoint_in_adam_or_lbfgs_ends_bit_identical(trained):
+def test_resumed_from_a_checkpoint_in_adam_lbfgs_or_bfgs_ends_bit_identical(trained):
     out, results = trained
     resumed = sorted(out.glob("rank*_resumed_*.pt"))
-    assert len(resumed) == 4  # two checkpoints (Adam, L-BFGS), two processes each
+    assert len(resumed) == 6  # three checkpoints (Adam, L-BFGS, BFGS), two processes each
     for path in resumed:
         rank = int(path.name[4])
         expected, got = results[rank], torch.load(path, weights_only=False)
@@ -180,8 +180,10 @@ def cli(processes: int | None, run_dir: Path, *extra: str, timeout: float = 240)
 
 LONGER = [
     "trainer.adam.steps=400",
+    "trainer.phases=[adam,gauss_newton,bfgs]",
     "trainer.lbfgs.steps=20",
     "trainer.gauss_newton.steps=20",
+    "trainer.bfgs.steps=20",
     "trainer.checkpoint_every=10",
 ]
 
@@ -224,7 +226,7 @@ def test_resuming_with_another_number_of_processes_is_refused(tmp_path, two_proc
 
 
 @pytest.mark.slow  # whole torchrun or CLI runs: with the slow tests (in-process checks stay fast)
-@pytest.mark.parametrize("phase", ["adam", "gauss_newton"])
+@pytest.mark.parametrize("phase", ["adam", "gauss_newton", "bfgs"])
 def test_a_killed_two_process_run_resumes_bit_identical(tmp_path, two_processes, phase):
     whole, killed, resumed = two_processes, tmp_path / "killed", tmp_path / "resumed"
     # The same run, every process killed (SIGKILL) once a checkpoint in `phase` is on disk.

@@ -25,12 +25,15 @@ from pinn.plots.loss import loss_columns
 from pinn.problems.poisson import Poisson
 
 
-def small_run(problem=None, seed=0, dtype=torch.float64, weights=None, **settings):
-    """A tiny Poisson fit (with a soft Dirichlet term): returns the model and the FitResult."""
+def small_run(
+    problem=None, seed=0, dtype=torch.float64, weights=None, fit_options=None, **settings
+):
+    """A tiny Poisson fit (with a soft Dirichlet term), or of `problem` (2 inputs): returns the
+    model and the FitResult; `fit_options` go to `fit` (checkpoint_path, resume_from, ...)."""
     problem = problem or Poisson(hard_boundary=False)
     model = MLP(
         2,
-        1,
+        len(problem.outputs),
         width=8,
         depth=2,
         inputs=InputOptions(lower=problem.domain.lower, upper=problem.domain.upper),
@@ -40,7 +43,8 @@ def small_run(problem=None, seed=0, dtype=torch.float64, weights=None, **setting
         problem.domain, 64, 32, "sobol", torch.Generator().manual_seed(seed + 1), dtype=dtype
     )
     options = dict(adam={"steps": 20}, lbfgs={"steps": 10}, log_every=5, progress=False)
-    result = fit(problem, model, TrainSettings(**(options | settings)), points, weights=weights)
+    settings = TrainSettings(**(options | settings))
+    result = fit(problem, model, settings, points, weights=weights, **(fit_options or {}))
     return model, result
 
 

@@ -1,6 +1,11 @@
 """The optimisers' algebra, apart from the phases that run them (`pinn.training.phases`).
 
-    LBFGS                         pinn's L-BFGS with a strong Wolfe line search (lbfgs)
+    QuasiNewton                   the iterations L-BFGS and BFGS share: a strong Wolfe line
+                                  search (line_search), the loss or its sqrt or log minimised
+                                  (quasi_newton)
+    LBFGS                         pinn's L-BFGS: a limited memory of curvature pairs (lbfgs)
+    BFGS                          a dense float64 inverse Hessian, plain or self-scaled
+                                  updates (bfgs)
     LevenbergMarquardt            damped Gauss-Newton steps on residual rows
                                   (levenberg_marquardt)
     cholesky_solve,               the damped normal equations, dense or matrix-free
@@ -13,7 +18,9 @@
 Nothing here knows problems: an optimiser sees parameters, a loss and its rows.
 """
 
+from pinn.training.optim.bfgs import BFGS
 from pinn.training.optim.lbfgs import LBFGS
 from pinn.training.optim.levenberg_marquardt import LevenbergMarquardt
+from pinn.training.optim.quasi_newton import QuasiNewton
 
-__all__ = ["LBFGS", "LevenbergMarquardt"]
+__all__ = ["BFGS", "LBFGS", "LevenbergMarquardt", "QuasiNewton"]

@@ -13,8 +13,9 @@ pinn/training/optim/levenberg_marquardt.py, the phase only runs it):
 1. pinn/training/phases/<name>.py: a settings dataclass with `steps` and its own keys, each
    declared with `pinn.settings.setting(default, help)` (its one home: the config's defaults,
    `--help` and the documentation read it) and checked in `__post_init__`, and a `Phase`
-   subclass with `name`, `title`, `settings_type`, `run(state, parts, saved)` and
-   `state_dict()`. The algorithm itself goes in pinn/training/optim/ and takes the settings
+   subclass with `name`, `title`, `settings_type`, `run(state, parts, saved)`,
+   `state_dict()`, and `check(state)` where it cannot train every network (bfgs.py: its
+   dense matrix). The algorithm itself goes in pinn/training/optim/ and takes the settings
    object, with no defaults of its own.
 2. One line in `PHASES` below, and its settings block as a field of `TrainSettings`
    (`<name>: <Name>Settings = setting(help=..., factory=<Name>Settings)`).
@@ -25,6 +26,7 @@ from __future__ import annotations
 from pinn.errors import ConfigError
 from pinn.training.phases.adam import AdamPhase, AdamSettings
 from pinn.training.phases.base import Phase
+from pinn.training.phases.bfgs import BFGSPhase, BFGSSettings
 from pinn.training.phases.gauss_newton import GaussNewtonPhase, GaussNewtonSettings
 from pinn.training.phases.lbfgs import LBFGSPhase, LBFGSSettings
 
@@ -32,6 +34,7 @@ PHASES: dict[str, type[Phase]] = {
     AdamPhase.name: AdamPhase,
     LBFGSPhase.name: LBFGSPhase,
     GaussNewtonPhase.name: GaussNewtonPhase,
+    BFGSPhase.name: BFGSPhase,
 }
 
 
@@ -49,6 +52,8 @@ __all__ = [
     "PHASES",
     "AdamPhase",
     "AdamSettings",
+    "BFGSPhase",
+    "BFGSSettings",
     "GaussNewtonPhase",
     "GaussNewtonSettings",
     "LBFGSPhase",

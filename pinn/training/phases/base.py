@@ -4,6 +4,7 @@
     phase.steps_left(state)              # steps of its budget not yet taken (0: skip it)
     phase.run(state, parts, saved)       # from where `state` is, to the end of its budget
     phase.state_dict()                   # its optimiser's state, for the checkpoint
+    phase.check(state)                   # refuses what it cannot train, before any phase runs
 
 A phase starts where the state is: `state.step - state.phase_start` steps of it are done (a
 resumed run takes up mid-phase, with `saved`, what `state_dict` returned when its checkpoint
@@ -65,6 +66,10 @@ class Phase:
         if redrawn:
             state.batch = state.points.draw()
         return min(n, every - done % every), redrawn
+
+    def check(self, state: RunState) -> None:
+        """Refuse, with a ConfigError, what this phase cannot train (called before any phase
+        runs, so nothing is lost); nothing by default."""
 
     def run(self, state: RunState, parts: Parts, saved: dict[str, Any] | None) -> None:
         """Train from `state` to the end of the budget (or an early stop it says why)."""
