@@ -75,11 +75,13 @@ def test_the_wheel_holds_every_subpackage_problem_and_config(wheel):
         "pinn/problem/importing.py",
     } <= names
     problems = {f"pinn/problems/{p.name}" for p in (REPO / "problems").glob("*.py")}
+    problems |= {f"pinn/problems/{p.name}" for p in (REPO / "problems").glob("*.csv")}
     configs = {
         f"pinn/conf/{p.relative_to(REPO / 'conf').as_posix()}"
         for p in (REPO / "conf").rglob("*.yaml")
     }
     assert "pinn/problems/poisson.py" in problems and "pinn/conf/problem/heat.yaml" in configs
+    assert "pinn/problems/cavity_centrelines_re1000.csv" in problems  # package data
     assert problems <= names and configs <= names
     assert not any(name.startswith(("problems/", "conf/")) for name in names)
 
