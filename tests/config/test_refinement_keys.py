@@ -42,7 +42,7 @@ def test_every_phase_has_a_refine_every_and_the_method_names_them():
     assert (trainer.adam.refine_every, trainer.lbfgs.refine_every) == (0, 100)
     assert trainer.gauss_newton.refine_every == 10
     docs = key_docs()
-    for phase in ("adam", "lbfgs", "gauss_newton"):
+    for phase in ("adam", "lbfgs", "gauss_newton", "bfgs"):
         assert "refinement.method" in docs[f"trainer.{phase}.refine_every"]
     assert "refine_every" in docs["refinement.method"]
 
@@ -70,7 +70,7 @@ def test_settings_that_do_not_fit_together_are_refused_by_the_schema(overrides, 
 def saved_before(method: str, every: int) -> dict:
     """A run's config as a pinn with `refinement.every` saved it."""
     config = OmegaConf.to_container(compose_config(["problem=poisson"]), resolve=True)
-    for phase in ("adam", "lbfgs", "gauss_newton"):
+    for phase in ("adam", "lbfgs", "gauss_newton", "bfgs"):
         del config["trainer"][phase]["refine_every"]
     config["refinement"] = {**config["refinement"], "method": method, "every": every}
     return config

@@ -85,7 +85,7 @@ def second_order(phase, **block):
     )
 
 
-@pytest.mark.parametrize("phase", ["lbfgs", "gauss_newton"])
+@pytest.mark.parametrize("phase", ["lbfgs", "bfgs", "gauss_newton"])
 def test_rad_in_a_second_order_phase_draws_the_points_where_the_residual_is_large(phase):
     settings = second_order(phase, steps=5, refine_every=2)
     points, refined = corner_fit(settings, "rad")
@@ -98,7 +98,7 @@ def test_rad_in_a_second_order_phase_draws_the_points_where_the_residual_is_larg
     assert corner_share(uniform) < 0.1
 
 
-@pytest.mark.parametrize("phase", ["lbfgs", "gauss_newton"])
+@pytest.mark.parametrize("phase", ["lbfgs", "bfgs", "gauss_newton"])
 def test_rar_in_a_second_order_phase_adds_the_points_of_largest_residual(phase):
     settings = second_order(phase, steps=4, refine_every=3)
     _, refined = corner_fit(settings, "rar", add=20)
@@ -140,7 +140,7 @@ def test_refinement_at_adam_refine_every():
 # ---- point weights in every phase ---------------------------------------------------------------
 
 
-def weighted_fit(point_weights, phases=("adam", "lbfgs", "gauss_newton"), **settings):
+def weighted_fit(point_weights, phases=("adam", "lbfgs", "bfgs", "gauss_newton"), **settings):
     """Fit `CornerSource` (uniform points) with point weights; returns (the result, the number
     of updates made)."""
     problem = CornerSource()
@@ -172,17 +172,19 @@ def weighted_fit(point_weights, phases=("adam", "lbfgs", "gauss_newton"), **sett
 
 @pytest.mark.parametrize("method", ["rba", "vrba"])
 def test_point_weights_move_at_their_cadence_in_every_phase(method):
-    """every=2: Adam steps 0, 2, 4; L-BFGS iterations 0, 2, 4 (each a chunk's first
-    evaluation, its line searches held); Gauss-Newton iterations 0, 2 (at the Jacobian)."""
+    """every=2: Adam steps 0, 2, 4; L-BFGS iterations 0, 2, 4 and BFGS's 0, 2 (each a chunk's
+    first evaluation, its line searches held); Gauss-Newton iterations 0, 2 (at the Jacobian)."""
     result, updates = weighted_fit(
         {"method": method, "every": 2, "gamma": 0.9, "eta": 0.5},
         adam={"steps": 6},
         lbfgs={"steps": 5, "stall_window": 0},
+        bfgs={"steps": 4, "stall_window": 0},
         gauss_newton={"steps": 3, "stall_window": 0},
     )
     phases = [row["phase"] for row in result.history]
-    assert phases.count("lbfgs") == 5 and phases.count("gauss_newton") == 3  # no early stop
-    assert updates == 3 + 3 + 2
+    counts = [phases.count(name) for name in ("lbfgs", "bfgs", "gauss_newton")]
+    assert counts == [5, 4, 3]  # no early stop
+    assert updates == 3 + 3 + 2 + 2
     means = [row["attention_mean_weight"] for row in result.history]
     largest = [row["attention_max_weight"] for row in result.history]
     assert all(0 < m <= top <= max(1.0, 0.5 / (1 - 0.9)) for m, top in zip(means, largest))

@@ -220,6 +220,14 @@ REFINED = {
         checkpoint_every=1,
         progress=False,
     ),
+    "bfgs": TrainSettings(
+        phases=["adam", "bfgs"],
+        adam={"steps": 4},
+        bfgs={"steps": 10, "resample_every": 4, "refine_every": 3, "stall_window": 0},
+        log_every=4,
+        checkpoint_every=1,
+        progress=False,
+    ),
     "gauss_newton": TrainSettings(
         phases=["adam", "gauss_newton"],
         adam={"steps": 4},
@@ -232,7 +240,7 @@ REFINED = {
 
 
 @pytest.mark.parametrize("method", ["rar", "rad"])
-@pytest.mark.parametrize("phase", ["lbfgs", "gauss_newton"])
+@pytest.mark.parametrize("phase", ["lbfgs", "bfgs", "gauss_newton"])
 def test_refinement_in_a_second_order_phase_resumes_exactly(phase, method, written_checkpoints):
     """Points refined by residual every `refine_every` iterations (and redrawn every
     `resample_every`): a run resumed from any checkpoint, those at a refinement's iteration
@@ -261,9 +269,10 @@ def test_refinement_in_a_second_order_phase_resumes_exactly(phase, method, writt
 
 
 WEIGHTED = TrainSettings(
-    phases=["adam", "lbfgs", "gauss_newton"],
+    phases=["adam", "lbfgs", "bfgs", "gauss_newton"],
     adam={"steps": 9, "resample_every": 4},
     lbfgs={"steps": 6, "stall_window": 0},
+    bfgs={"steps": 5, "stall_window": 0},
     gauss_newton={"steps": 4, "stall_window": 0},
     log_every=3,
     checkpoint_every=2,
@@ -291,7 +300,7 @@ def test_point_weights_resume_exactly_in_every_phase(method, written_checkpoints
         assert torch.equal(flat(resumed_model), flat(model)), where
         assert resumed.final_loss == result.final_loss, where
         assert same_rows(resumed.history) == same_rows(result.history), where
-    assert {"adam", "lbfgs", "gauss_newton"} <= set(phases)
+    assert {"adam", "lbfgs", "bfgs", "gauss_newton"} <= set(phases)
 
 
 def test_a_checkpoint_refined_at_refinement_every_resumes_with_adam_refine_every(
@@ -304,7 +313,7 @@ def test_a_checkpoint_refined_at_refinement_every_resumes_with_adam_refine_every
     model, result = tiny_fit(ADAPTIVE, refinement, checkpoint_path="unused.pt")
     state = torch.load(io.BytesIO(written_checkpoints[4]), weights_only=True)
     assert state["training"]["phase"] == "adam"
-    for name in ("adam", "lbfgs", "gauss_newton"):
+    for name in ("adam", "lbfgs", "gauss_newton", "bfgs"):
         del state["training"]["settings"][name]["refine_every"]
     state["training"]["sampler"]["refinement"]["every"] = 6  # as pinn wrote it then
     resumed_model, resumed = tiny_fit(
