@@ -233,7 +233,7 @@ class PointWeights:
             )
         elif points is not self.points and not _same(points, self.points):
             self.weights = _carried(self.weights, self.points, points)
-        self.names, self.points = names, points.detach()
+        self.names, self.points = names, points  # the batch's own tensor: checked by identity
 
     def _update(self, magnitude: torch.Tensor) -> None:
         """λ ← γ λ + η t from the (E, N) |residuals| (the module docstring's rule)."""
