@@ -262,7 +262,8 @@ LIST_EXAMPLES = {
 MOVED_KEYS = {
     "logger": "outputs.loggers=[history,tensorboard] (logger=tensorboard before 0.2)",
     "refinement.every": "trainer.adam.refine_every=<steps> (each phase has its own interval "
-    "now: trainer.lbfgs.refine_every, trainer.gauss_newton.refine_every, ...; 0 = never)",
+    "now: trainer.lbfgs.refine_every, trainer.bfgs.refine_every, "
+    "trainer.gauss_newton.refine_every; 0 = never)",
 }
 
 
