@@ -30,7 +30,7 @@ from pinn.geometry.refinement import Refinement
 from pinn.outputs import check_loggers
 from pinn.plots.files import PlotOptions
 from pinn.settings import setting
-from pinn.training.settings import TrainSettings
+from pinn.training.settings import TrainSettings, check_refinement
 from pinn.training.strategies.time_marching import WindowSettings
 
 
@@ -193,7 +193,8 @@ class RunConfig:
         factory=ProblemSettings,
     )
     refinement: Refinement = setting(
-        help="residual-based adaptive sampling of the interior points, during Adam",
+        help="residual-based adaptive sampling of the interior points (RAR, RAD), in each "
+        "phase at its refine_every",
         factory=Refinement,
     )
     windows: WindowSettings = setting(
@@ -202,6 +203,11 @@ class RunConfig:
     )
     model: ModelSettings = setting(help="the network", factory=ModelSettings)
     trainer: TrainSettings = setting(help="how to train: the phases in turn", factory=TrainSettings)
+
+    def __post_init__(self) -> None:
+        # Blocks checked together: the phases refine by the refinement group's method.
+        if isinstance(self.trainer, TrainSettings) and isinstance(self.refinement, Refinement):
+            check_refinement(self.trainer, self.refinement.method)
 
 
 def check_config(cfg: DictConfig, docs: dict[str, str] | None = None) -> RunConfig:
@@ -253,18 +259,33 @@ LIST_EXAMPLES = {
 }
 
 # Keys of earlier versions, and where each went: {old key: what to write now}.
-MOVED_KEYS = {"logger": "outputs.loggers=[history,tensorboard] (logger=tensorboard before 0.2)"}
+MOVED_KEYS = {
+    "logger": "outputs.loggers=[history,tensorboard] (logger=tensorboard before 0.2)",
+    "refinement.every": "trainer.adam.refine_every=<steps> (each phase has its own interval "
+    "now: trainer.lbfgs.refine_every, trainer.bfgs.refine_every, "
+    "trainer.gauss_newton.refine_every; 0 = never)",
+}
 
 
 def upgraded(saved: Mapping[str, Any]) -> dict[str, Any]:
     """A saved run's config (a plain dict) with the keys of earlier versions in their places
     now (`MOVED_KEYS`), what it computed unchanged: `logger: <name>` becomes `outputs.loggers`
-    [history, <name>]."""
+    [history, <name>]; `refinement.every` becomes `trainer.adam.refine_every` where the run
+    refined its points (only Adam did), and goes where it did not (it changed nothing)."""
     config = dict(saved)
     if "logger" in config:
         name = config.pop("logger")
         loggers = ["history"] if name is None else ["history", name]
         config["outputs"] = {**config.get("outputs", {}), "loggers": loggers}
+    refinement = config.get("refinement")
+    if isinstance(refinement, Mapping) and "every" in refinement:
+        refinement = dict(refinement)
+        every = refinement.pop("every")
+        config["refinement"] = refinement
+        if refinement.get("method", "none") != "none":
+            trainer = dict(config.get("trainer") or {})
+            trainer["adam"] = {**(trainer.get("adam") or {}), "refine_every": every}
+            config["trainer"] = trainer
     return config
 
 

@@ -4,7 +4,7 @@ A second-order phase (Gauss-Newton above all) can drive the loss down on the poi
 on alone, more so with few residual rows per parameter: the training loss then says nothing of
 the PDE between them. The same terms at points the run never saw do. `fresh_loss` draws a batch
 of the training batch's size uniformly from a fixed seed (the same points for every run of one
-problem) and weighs its terms as training does, without causal weights.
+problem) and weighs its terms as training does, without causal or point weights.
 
 It is a figure to read, not a verdict: a solution steep in a small region (the cavity's lid
 corners) leaves fresh points there a residual far above the training loss even when the

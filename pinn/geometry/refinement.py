@@ -3,19 +3,20 @@
 Two methods of Wu, Zhu, Tan, Kartha & Lu (2023), "A comprehensive study of non-adaptive and
 residual-based adaptive sampling for physics-informed neural networks", CMAME 403, 115671:
 
-- "rar", RAR-G (greedy residual-based adaptive refinement, Lu et al. 2021): every `every`
-  steps, the `add` of `candidates` fresh interior points with the largest |residual| join the
-  training set for good; later redraws of the interior keep them.
-- "rad", RAD (residual-based adaptive distribution): every `every` steps, the interior points
+- "rar", RAR-G (greedy residual-based adaptive refinement, Lu et al. 2021): at each
+  refinement, the `add` of `candidates` fresh interior points with the largest |residual| join
+  the training set for good; later redraws of the interior keep them.
+- "rad", RAD (residual-based adaptive distribution): at each refinement, the interior points
   are drawn again from `candidates` fresh points with probability
   p(x) ∝ |r(x)|^k / mean(|r|^k) + c, the paper's recommended k = 1, c = 1 by default.
 
-`Refinement` holds the settings (the `refinement:` config group) and chooses among candidates;
-`PointSampler.refine` (pinn.geometry.sampler) draws the candidates and keeps the chosen points:
+`Refinement` holds the method's settings (the `refinement:` config group) and chooses among
+candidates; `PointSampler.refine` (pinn.geometry.sampler) draws the candidates and keeps the
+chosen points. When to refine is each training phase's own setting (`trainer.<phase>.
+refine_every`, pinn.training.phases), not this layer's:
 
     points = PointSampler(domain, 2000, 400, "sobol", generator, refinement=Refinement("rad"))
-    if points.refinement.due(step):
-        batch = points.refine(lambda x: residual_magnitude(problem.residual(x, field(x))))
+    batch = points.refine(lambda x: residual_magnitude(problem.residual(x, field(x))))
 """
 
 from __future__ import annotations
@@ -35,11 +36,11 @@ _MAX_CATEGORIES = 2**24  # torch.multinomial draws from at most this many candid
 
 @dataclass
 class Refinement:
-    """When and how the interior points follow the residual (config group `refinement`).
+    """How the interior points follow the residual (config group `refinement`); when they do is
+    each phase's `refine_every` (`trainer.adam.refine_every`, `trainer.lbfgs.refine_every`, ...).
 
     Attributes:
         method: "none" (the points are only drawn), "rar" (RAR-G) or "rad" (RAD).
-        every: Adam steps between refinements (>= 1); see `due`.
         candidates: fresh interior points whose residual is evaluated per refinement (>= 1).
         add: "rar" only: points added per refinement (1 <= add <= candidates).
         k: "rad" only: exponent of |r| in the sampling density (>= 0; 0 samples uniformly).
@@ -47,9 +48,10 @@ class Refinement:
     """
 
     method: str = setting(
-        "none", "none, rar (add the points of largest residual) or rad (redraw by residual)"
+        "none",
+        "none, rar (add the points of largest residual) or rad (redraw by residual), in the "
+        "phases whose refine_every > 0",
     )
-    every: int = setting(500, "Adam steps between refinements")
     candidates: int = setting(10000, "points whose residual is evaluated per refinement")
     add: int = setting(100, "rar: points added per refinement")
     k: float = setting(1.0, "rad: density ∝ |r|^k / mean(|r|^k) + c")
@@ -60,7 +62,7 @@ class Refinement:
             raise ConfigError(
                 f"refinement.method must be one of {', '.join(REFINEMENTS)}, got {self.method!r}"
             )
-        for key in ("every", "candidates", "add"):
+        for key in ("candidates", "add"):
             require_int(f"refinement.{key}", getattr(self, key), minimum=1)
         for key in ("k", "c"):
             _require_non_negative(f"refinement.{key}", getattr(self, key))
@@ -74,10 +76,6 @@ class Refinement:
                 f"refinement.candidates must be at most 2**24 = {_MAX_CATEGORIES} for RAD "
                 f"(torch.multinomial's limit), got {self.candidates}"
             )
-
-    def due(self, step: int) -> bool:
-        """Whether to refine at the start of Adam step `step`: every `every` steps, never at 0."""
-        return self.method != "none" and step > 0 and step % self.every == 0
 
     def settings(self) -> dict[str, str | int | float]:
         """The settings as a plain dict (for checkpoints: `PointSampler.state_dict`)."""

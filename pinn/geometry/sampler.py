@@ -7,7 +7,7 @@ state = points.state_dict()    # plain tensors: enough to get `batch` back, and 
 
 With a `Refinement` (pinn.geometry.refinement), `points.refine(residual)` moves or adds
 interior points where |residual| is large (RAR, RAD), drawing its candidates from the same
-generator.
+generator; the training phases call it at their `refine_every`.
 """
 
 from __future__ import annotations
@@ -103,8 +103,8 @@ class PointSampler:
             raise RuntimeError("PointSampler.refine() before any draw(): draw a batch first")
         if self.refinement.method == "none":
             raise RuntimeError(
-                "PointSampler.refine() with refinement.method 'none': refine only when "
-                "points.refinement.due(step)"
+                "PointSampler.refine() with refinement.method 'none': there is no method to "
+                "refine by"
             )
         options = dict(method=self.method, dtype=self.dtype, device=self.device)
         candidates = self.domain.sample_interior(
@@ -162,9 +162,10 @@ class PointSampler:
                 or point count than the run that wrote the state).
         """
         mine = None if self.refinement.method == "none" else self.refinement.settings()
-        if state.get("refinement") != mine:
+        saved = _without_interval(state.get("refinement"))
+        if saved != mine:
             raise ConfigError(
-                f"the checkpoint's points were refined with {state.get('refinement')}, this "
+                f"the checkpoint's points were refined with {saved}, this "
                 f"sampler refines with {mine}: resume with the saved run's refinement settings"
             )
         if mine is not None:
@@ -203,6 +204,14 @@ class PointSampler:
         """Make the (N, d) `interior` and the last draw's boundary points the current batch."""
         self._last = Batch(interior, self._drawn.boundary)
         return self._last
+
+
+def _without_interval(saved: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Saved refinement settings without `every`, which checkpoints held before the interval
+    became each phase's (`trainer.adam.refine_every`, compared with the run's settings)."""
+    if saved is None:
+        return None
+    return {key: value for key, value in saved.items() if key != "every"}
 
 
 def _same(drawn: torch.Tensor, saved: torch.Tensor) -> bool:

@@ -16,6 +16,7 @@ from typing import Any
 from pinn.errors import ConfigError
 from pinn.plots.solution import loss_columns
 from pinn.problem.columns import (
+    ATTENTION_PREFIX,
     CAUSAL_PREFIX,
     GAUSS_NEWTON_PREFIX,
     LOSS,
@@ -42,7 +43,8 @@ def logger(run_dir: Path) -> TensorBoardLogger:
 def scalars(row: dict[str, Any], unknowns: tuple[str, ...] = ()) -> dict[str, float]:
     """A history row's TensorBoard scalars by tag: "loss", "loss/<term>" for each loss term,
     "rel_l2" (where the row has it), "quantity/<name>" for each quantity of interest there,
-    "causal/min_weight" and "causal/mean_weight" with causal weighting, "gauss_newton/length"
+    "causal/min_weight" and "causal/mean_weight" with causal weighting, "attention/mean_weight"
+    and "attention/max_weight" with point weights, "gauss_newton/length"
     and "gauss_newton/damping" in Gauss-Newton's rows, and "lr" (where it has one: Adam's
     rows)."""
     tagged = {
@@ -54,6 +56,8 @@ def scalars(row: dict[str, Any], unknowns: tuple[str, ...] = ()) -> dict[str, fl
             tagged[f"quantity/{name.removeprefix(QUANTITY_PREFIX)}"] = row[name]
         if name.startswith(CAUSAL_PREFIX):
             tagged[f"causal/{name.removeprefix(CAUSAL_PREFIX)}"] = row[name]
+        if name.startswith(ATTENTION_PREFIX):
+            tagged[f"attention/{name.removeprefix(ATTENTION_PREFIX)}"] = row[name]
         if name.startswith(GAUSS_NEWTON_PREFIX):
             tagged[f"gauss_newton/{name.removeprefix(GAUSS_NEWTON_PREFIX)}"] = row[name]
     if REL_L2 in row:

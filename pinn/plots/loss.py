@@ -13,6 +13,7 @@ from matplotlib.figure import Figure
 from pinn.errors import is_finite_number
 from pinn.plots.files import DPI
 from pinn.problem.columns import (
+    ATTENTION_PREFIX,
     BOOKKEEPING,
     CAUSAL_PREFIX,
     GAUSS_NEWTON_PREFIX,
@@ -26,7 +27,13 @@ from pinn.training.phases import PHASES
 from pinn.training.strategies.weighting import WEIGHT_PREFIX
 
 _NON_TERMS = set(BOOKKEEPING) - {LOSS}
-_NOT_TERM_PREFIXES = (WEIGHT_PREFIX, QUANTITY_PREFIX, CAUSAL_PREFIX, GAUSS_NEWTON_PREFIX)
+_NOT_TERM_PREFIXES = (
+    WEIGHT_PREFIX,
+    QUANTITY_PREFIX,
+    CAUSAL_PREFIX,
+    ATTENTION_PREFIX,
+    GAUSS_NEWTON_PREFIX,
+)
 _NOT_A_PHASE = {"final"}  # the history's last row: the final loss, not a phase of its own
 _REL_L2_STYLE = {"color": "black", "linestyle": "--", "marker": ".", "linewidth": 1.0}
 

@@ -10,6 +10,8 @@
     ring_quadrature                   a quadrature rule around a disk, for q.integral (quantities)
     on_grid                           reference data on a tensor grid as points and values (grids)
     CausalSettings, CausalWeighting   trainer.causal: PDE residuals weighted by time (causal)
+    PointWeightSettings, PointWeights trainer.point_weights: a weight per PDE point, from its
+                                        residual (RBA, vRBA: point_weights)
     loss_terms, weighted_sum          the named mean-square terms of a batch (loss)
     boundary_counts                   boundary points per part, where conditions read them
                                         (boundary_points)
@@ -31,6 +33,7 @@ from pinn.problem.conditions import (
 from pinn.problem.grids import on_grid
 from pinn.problem.loss import loss_terms, weighted_sum
 from pinn.problem.observations import Observations
+from pinn.problem.point_weights import PointWeights, PointWeightSettings
 from pinn.problem.problem import Problem, check_reference, load_problem
 from pinn.problem.quantities import QuantityTools, ring_quadrature
 from pinn.problem.unknowns import Unknowns
@@ -45,6 +48,8 @@ __all__ = [
     "Neumann",
     "Observations",
     "Periodic",
+    "PointWeightSettings",
+    "PointWeights",
     "Problem",
     "QuantityTools",
     "Robin",

@@ -11,6 +11,9 @@ QUANTITY_PREFIX = "q_"
 # The causal weights' summary columns, `causal_min_weight` and `causal_mean_weight`
 # (`pinn.problem.causal`), never loss terms either.
 CAUSAL_PREFIX = "causal_"
+# The point weights' summary columns, `attention_mean_weight` and `attention_max_weight`
+# (`pinn.problem.point_weights`: residual-based attention), never loss terms either.
+ATTENTION_PREFIX = "attention_"
 # The Gauss-Newton phase's columns, `gn_length` (the step length its line search took) and
 # `gn_damping` (the damping of that step, in the units of trainer.gauss_newton.damping), never
 # loss terms either.

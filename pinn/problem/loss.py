@@ -13,6 +13,7 @@ from pinn.errors import ConfigError, IndexOutOfRangeError, naming_where, validat
 from pinn.geometry import Batch
 from pinn.problem.causal import CausalWeighting
 from pinn.problem.fields import problem_field
+from pinn.problem.point_weights import FixedPointWeights, PointWeights
 from pinn.problem.problem import Problem
 from pinn.problem.unknowns import Unknowns
 
@@ -25,6 +26,7 @@ def loss_terms(
     batch: Batch,
     engine: Engine | None = None,
     causal: CausalWeighting | None = None,
+    point_weights: PointWeights | FixedPointWeights | None = None,
 ) -> dict[str, torch.Tensor]:
     """Mean-square residual of the PDE ("pde", or "pde_<key>" for systems) and each condition.
 
@@ -33,12 +35,12 @@ def loss_terms(
     field at every boundary point and `field_at`, which makes fields elsewhere (a periodic
     condition's opposite face) through the same engine, one planning site each. `causal`
     (`pinn.problem.causal`) weights the PDE terms by chunks of time: each is then
-    (1/M') sum_i w_i L_i instead of the plain mean square.
+    (1/M') sum_i w_i L_i instead of the plain mean square. `point_weights`
+    (`pinn.problem.point_weights`) weights them point by point: mean_p (λ_p r_p)^2, both
+    together mean_p λ_p^2 s_p^2 r_p^2.
     """
-    return {
-        name: _mean_square(value)
-        for name, value in residuals(problem, model, batch, engine, causal).items()
-    }
+    vectors = residuals(problem, model, batch, engine, causal, point_weights)
+    return {name: _mean_square(value) for name, value in vectors.items()}
 
 
 def residuals(
@@ -47,12 +49,15 @@ def residuals(
     batch: Batch,
     engine: Engine | None = None,
     causal: CausalWeighting | None = None,
+    point_weights: PointWeights | FixedPointWeights | None = None,
 ) -> dict[str, torch.Tensor]:
     """The residual vectors whose mean squares are `loss_terms`: {term: (n_term,) residual}.
 
     What a least-squares method (Gauss-Newton) takes as rows; arguments as for `loss_terms`.
     With `causal`, the PDE terms' (N,) vectors are scaled point by point so that their mean
-    squares are the causal losses (`pinn.problem.causal`); the conditions' are as they are.
+    squares are the causal losses (`pinn.problem.causal`); with `point_weights`, multiplied by
+    each point's weight λ_p (made, or updated, from the unscaled residual); the conditions'
+    are as they are.
     """
     engine = engine or Engine("autograd", model, announce=False)
 
@@ -68,9 +73,16 @@ def residuals(
         terms = {f"pde_{key}": value for key, value in residual.items()}
     else:
         terms = {"pde": residual}
-    if causal is not None:  # here, so that every phase (and Gauss-Newton's rows) sees it
+    # Here, so that every phase (and Gauss-Newton's rows) sees them; the point weights follow
+    # the residual itself, the causal factors too, and the vectors carry their product.
+    scales = point_weights.scales(terms, batch.interior) if point_weights is not None else {}
+    if causal is not None:
         domain = problem.domain
         terms = causal(terms, batch.interior, problem.inputs, domain.lower, domain.upper)
+    if scales:
+        terms = {
+            name: value * scales[name] if name in scales else value for name, value in terms.items()
+        }
     if problem.conditions:
         # One field at every boundary point, shared by the conditions (each masks its own).
         # None where no point was drawn: then no condition reads them (`boundary_counts`), and

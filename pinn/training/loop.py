@@ -69,7 +69,7 @@ from pinn.training.interrupts import Interrupts
 from pinn.training.phases import PHASES, phase_class
 from pinn.training.phases.parts import Parts, finish
 from pinn.training.recording import Recorder
-from pinn.training.settings import TrainSettings
+from pinn.training.settings import TrainSettings, check_refinement
 from pinn.training.state import FitResult, RunState
 from pinn.training.step_loss import StepLoss
 from pinn.training.strategies.weighting import LossWeights
@@ -146,6 +146,7 @@ def fit(
         ConfigError: an entry of `callbacks` is not a `pinn.Callback`.
     """
     listeners = CallbackList(callbacks or ())  # checked first
+    check_refinement(settings, points.refinement.method)
     if estimator is not None:
         spanned = problem.laplacian_inputs
         if spanned is None:
@@ -193,6 +194,7 @@ def fit(
         listeners,
         Interrupts(enabled=checkpoint_path is not None, world=world),
     )
+    state.refine_by = parts.loss.residual_magnitude  # what the phases refine the points by
     with parts.interrupts:
         return _run_phases(state, parts)
 

@@ -91,6 +91,8 @@ class Recorder:
             row.update(state.weights.row())
         if state.causal is not None:  # the causal weights' front (pinn.problem.causal)
             row.update(state.causal.row())
+        if state.point_weights is not None:  # RBA's weights (pinn.problem.point_weights)
+            row.update(state.point_weights.row())
         row.update(extra or {})
         if self.validator is not None and validate:
             row[REL_L2] = self.validator.errors(state.model)[REL_L2]

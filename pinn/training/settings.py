@@ -10,11 +10,13 @@ A phase's block may be given as its settings dataclass or as a dict of its keys.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pinn.errors import ConfigError, require_int
 from pinn.problem.causal import CausalSettings
+from pinn.problem.point_weights import PointWeightSettings
 from pinn.settings import setting
 from pinn.training.compiling import check_compile
 from pinn.training.phases import (
@@ -36,12 +38,16 @@ class TrainSettings:
         phases: the training methods, run in this order (`pinn.training.phases`): "adam",
             "lbfgs", "gauss_newton", "bfgs"; each has its settings block, the field of its name (a
             dict of its keys is taken too). A phase of 0 steps is skipped.
-        adam: `AdamSettings` (steps, lr, lr_decay, schedule, resample_every).
-        lbfgs: `LBFGSSettings` (steps, tolerance, stall_window, stall_decrease, history_size).
+        adam: `AdamSettings` (steps, lr, lr_decay, schedule, resample_every, refine_every).
+        lbfgs: `LBFGSSettings` (steps, tolerance, stall_window, stall_decrease, history_size,
+            resample_every, refine_every).
         gauss_newton: `GaussNewtonSettings` (steps, damping, line_search, solver, max_tries,
-            stall_window, stall_decrease, dense_limit, cg_iterations).
+            stall_window, stall_decrease, dense_limit, cg_iterations, resample_every,
+            refine_every, adapt_damping).
         bfgs: `BFGSSettings` (steps, update, loss_transform, tolerance, stall_window,
-            stall_decrease, resample_every, max_parameters).
+            stall_decrease, resample_every, refine_every, max_parameters). Every phase's
+            `refine_every` refines its points by residual (`refinement.method`) at that
+            interval, 0 never.
         weighting: "fixed" (the weights given to `fit`) or "lra", learning-rate annealing
             (`pinn.training.strategies.weighting`): during Adam, every `weighting_every` steps, the
             condition and data terms' weights move towards balancing their gradients with the
@@ -55,6 +61,14 @@ class TrainSettings:
             M' the chunks holding points: every phase minimises it (Gauss-Newton's rows are
             scaled alike), and the history rows carry causal_min_weight and
             causal_mean_weight. 0 chunks (the default) is off.
+        point_weights: `PointWeightSettings` (method, gamma, eta, initial, every, temperature),
+            or a dict of its keys: residual-based attention (`pinn.problem.point_weights`), a
+            weight λ per interior point of each PDE term, updated every `every` steps of any
+            phase from the residual by λ <- gamma λ + eta target (rba: |r| / max|r|; vrba:
+            the variational form's exponential density); each PDE term becomes mean (λ r)^2
+            (a product with the causal and term weights; Gauss-Newton's rows are λ r); the
+            history rows carry attention_mean_weight and attention_max_weight. method none (the
+            default) is off.
         log_every: Adam steps between rows of the history, from each Adam phase's first step
             (L-BFGS: one row per iteration), and steps between rel_l2 values, progress-bar
             updates and L-BFGS chunks.
@@ -92,6 +106,11 @@ class TrainSettings:
         help="causal weighting in time (Wang et al. 2022): later times wait for earlier ones",
         factory=CausalSettings,
     )
+    point_weights: PointWeightSettings = setting(
+        help="residual-based attention (RBA, vRBA): a weight per PDE point, large where the "
+        "residual stays large",
+        factory=PointWeightSettings,
+    )
     log_every: int = setting(
         100,
         "steps between history rows (L-BFGS: a row per iteration); rel_l2, progress bar",
@@ -124,7 +143,8 @@ class TrainSettings:
                     f"trainer.{name} must be a {phase.settings_type.__name__} or a dict of its "
                     f"keys, got {block!r}"
                 )
-        self.causal = _causal_of(self.causal)
+        self.causal = _block_of(CausalSettings, "causal", self.causal)
+        self.point_weights = _block_of(PointWeightSettings, "point_weights", self.point_weights)
         require_int("trainer.checkpoint_every", self.checkpoint_every, minimum=0)
         require_int("trainer.log_every", self.log_every, minimum=1)
         self.compile = check_compile(self.compile)
@@ -150,28 +170,72 @@ def _settings_of(settings_type: type, name: str, block: dict[str, Any]) -> Any:
     return settings_type(**block)
 
 
-def _causal_of(block: Any) -> CausalSettings:
-    """`trainer.causal` as `CausalSettings` (a dict of its keys is taken), checked."""
-    if isinstance(block, CausalSettings):
+def _block_of(settings_type: type, name: str, block: Any) -> Any:
+    """`trainer.<name>` as `settings_type` (a dict of its keys is taken), checked."""
+    if isinstance(block, settings_type):
         return block
     if not isinstance(block, dict):
+        keys = ", ".join(f.name for f in dataclasses.fields(settings_type))
         raise ConfigError(
-            f"trainer.causal must be a CausalSettings or a dict of its keys (chunks, tolerance, "
-            f"time), got {block!r}"
+            f"trainer.{name} must be a {settings_type.__name__} or a dict of its keys ({keys}), "
+            f"got {block!r}"
         )
-    return _settings_of(CausalSettings, "causal", block)
+    return _settings_of(settings_type, name, block)
+
+
+def check_refinement(settings: TrainSettings, method: str) -> None:
+    """Refuse, in one line, a phase that refines the points by residual (its `refine_every`)
+    when `refinement.method` is none, and a method no phase of `settings.phases` refines by."""
+    listed = list(dict.fromkeys(settings.phases))
+    refining = {
+        name: every
+        for name in listed
+        if (every := getattr(settings.block(name), "refine_every", 0))
+    }
+    if method == "none" and refining:
+        name, every = next(iter(refining.items()))
+        raise ConfigError(
+            f"trainer.{name}.refine_every={every} refines the points by their residual, but "
+            f"refinement.method=none: choose refinement.method=rad (or rar), or set "
+            f"trainer.{name}.refine_every=0"
+        )
+    if method != "none" and not refining:
+        raise ConfigError(
+            f"refinement.method={method}, but no phase of trainer.phases=[{','.join(listed)}] "
+            f"refines the points: give one a refine_every, e.g. trainer.{listed[0]}."
+            "refine_every=500 (Adam's was refinement.every before), or set refinement.method=none"
+        )
 
 
 # What may differ between a run and its resumption: neither changes a single number.
 FREE_SETTINGS = ("progress", "checkpoint_every")
 
 
+# Blocks written into `shaping` only when on: a checkpoint written before they existed resumes.
+SWITCHED_BLOCKS = ("causal", "point_weights")
+
+
 def shaping(settings: TrainSettings) -> dict[str, Any]:
     """The settings that shape the result: all but progress and checkpoint_every (the phase
-    blocks as dicts). `causal` only when on, so that a checkpoint written before it existed
-    still resumes (off, it changes no number)."""
+    blocks as dicts). `causal` and `point_weights` only when on, so that a checkpoint written
+    before they existed still resumes (off, they change no number)."""
     return {
         key: dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
         for key, value in vars(settings).items()
-        if key not in FREE_SETTINGS and not (key == "causal" and not value.on)
+        if key not in FREE_SETTINGS and not (key in SWITCHED_BLOCKS and not value.on)
     }
+
+
+def saved_shaping(training: Mapping[str, Any]) -> dict[str, Any]:
+    """A checkpoint's `shaping` settings (its "training" entry's) as this pinn writes them:
+    a phase block without `refine_every` (written before each phase had one) gets what its run
+    did, 0, but Adam the interval its points were refined at, then `refinement.every`, saved
+    with the sampler's refinement settings."""
+    settings = dict(training["settings"])
+    refined = (training.get("sampler") or {}).get("refinement") or {}
+    for name in PHASES:
+        block = settings.get(name)
+        if isinstance(block, Mapping) and "refine_every" not in block:
+            every = refined.get("every", 0) if name == "adam" else 0
+            settings[name] = {**block, "refine_every": every}
+    return settings

@@ -13,22 +13,24 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
 from torch import nn
 
 from pinn.derivatives.engines import Engine
 from pinn.errors import CheckpointError, ConfigError
 from pinn.geometry import Batch, PointSampler
 from pinn.problem.causal import CausalWeighting
+from pinn.problem.point_weights import PointWeights
 from pinn.problem.unknowns import Unknowns
 from pinn.training.budgets import check_budget_changes, without_budgets
 from pinn.training.checkpoints import check_run_entries
 from pinn.training.distributed import World
 from pinn.training.phases import Phase
-from pinn.training.settings import TrainSettings, shaping
+from pinn.training.settings import TrainSettings, saved_shaping, shaping
 from pinn.training.strategies.weighting import LossWeights
 
 
@@ -59,7 +61,11 @@ class RunState:
     the current Adam step (a checkpoint written after the step's loss redoes the step).
     causal: the causal weighting of the PDE terms (`settings.causal`), None when off; it holds
     no state a checkpoint needs (its weights follow from the current residual), only the last
-    evaluation's weights, for the history rows.
+    evaluation's weights, for the history rows. point_weights: the weights of the PDE terms'
+    points (`settings.point_weights`), None when off: state, in the checkpoint (per process);
+    point_weights_at_start: theirs as the current Adam step started. refine_by: what the
+    points are refined by, (M, d) points -> (M,) |PDE residual| (`StepLoss.residual_magnitude`,
+    set by `fit`).
     """
 
     model: nn.Module
@@ -83,6 +89,9 @@ class RunState:
     engine_at_start: dict[str, Any] | None = None
     weights_at_start: dict[str, Any] | None = None
     causal: CausalWeighting | None = field(init=False, default=None)
+    point_weights: PointWeights | None = field(init=False, default=None)
+    point_weights_at_start: dict[str, Any] | None = field(init=False, default=None)
+    refine_by: Callable[[torch.Tensor], torch.Tensor] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         # What both optimisers train: the network's parameters, then the unknowns.
@@ -91,15 +100,20 @@ class RunState:
         self.phase = self.phase or self.settings.phases[0]
         if self.settings.causal.on:
             self.causal = CausalWeighting(self.settings.causal)
+        if self.settings.point_weights.on:
+            self.point_weights = PointWeights(self.settings.point_weights)
 
     def elapsed(self) -> float:
         """Training seconds so far, earlier invocations of a resumed run included."""
         return time.perf_counter() - self.started
 
     def mark_step_start(self) -> None:
-        """Keep the engine's and weights' state as the Adam step about to run starts."""
+        """Keep the engine's, weights' and point weights' state as the Adam step about to run
+        starts."""
         self.engine_at_start = self.engine.state_dict()
         self.weights_at_start = self.weights.state_dict()
+        if self.point_weights is not None:
+            self.point_weights_at_start = self.point_weights.state_dict()
 
     def result(self) -> FitResult:
         return FitResult(self.history, self.step, self.final_loss, self.resumed_from)
@@ -113,10 +127,12 @@ class RunState:
         phase_state (the running phase's optimiser: Adam's moments, step counts and decaying
         rate, or L-BFGS's curvature memory and counters); sampler (generator state before
         the current batch was drawn, that batch, refinement state); engine (its plans, the
-        estimator's generator); weights (the loss weights this step started with); settings
+        estimator's generator); point_weights, with `settings.point_weights` on (the weights of
+        the PDE terms' points, their points and update count, as this step started); weights
+        (the loss weights this step started with); settings
         (to check a resumption against); time_s; processes (how many trained together) and,
-        for more than one, ranks: each process's sampler and engine in rank order (sampler and
-        engine themselves are rank 0's). unknowns: {name: 0-d tensor} ({} without any).
+        for more than one, ranks: each process's sampler, engine and point weights in rank order
+        (those themselves are rank 0's). unknowns: {name: 0-d tensor} ({} without any).
         `extra` entries (the resolved config, say) are added at the top level.
 
         Called on every process at the same step: it gathers each one's part.
@@ -125,6 +141,10 @@ class RunState:
         at_start = in_adam and self.engine_at_start is not None
         engine = self.engine_at_start if at_start else self.engine.state_dict()
         own = {"sampler": self.points.state_dict(), "engine": engine}
+        if self.point_weights is not None:
+            own["point_weights"] = (
+                self.point_weights_at_start if at_start else self.point_weights.state_dict()
+            )
         per_process = {"ranks": self.world.gather(own)} if self.world.size > 1 else {}
         return {
             "model": self.model.state_dict(),
@@ -171,9 +191,10 @@ class RunState:
                 f"trainer.phases=[{','.join(training['phases'])}] or start a new run"
             )
         check_budget_changes(training, saved["step"], self.settings)
-        if without_budgets(training["settings"]) != without_budgets(shaping(self.settings)):
+        trained = saved_shaping(training)
+        if without_budgets(trained) != without_budgets(shaping(self.settings)):
             raise ConfigError(
-                f"the checkpoint was trained with other settings, {training['settings']}, than "
+                f"the checkpoint was trained with other settings, {trained}, than "
                 f"these, {shaping(self.settings)}: a resumed run keeps its settings"
             )
         processes = training.get("processes", 1)  # absent before distributed training
@@ -191,6 +212,8 @@ class RunState:
             raise CheckpointError(f"the checkpoint's model is not this model: {error}") from error
         self.unknowns.load_state(saved.get("unknowns", {}))
         self.engine.load_state_dict(own["engine"])
+        if self.point_weights is not None:  # on in the saved run too: its settings are these
+            self.point_weights.load_state_dict(own["point_weights"], self.points.device)
         if "weights" in training:  # absent from checkpoints written before adaptive weights
             self.weights.load_state_dict(training["weights"])
         self.batch = self.points.load_state_dict(own["sampler"])

@@ -47,7 +47,9 @@ class StepLoss:
         if self._compiled is not None:
             return self._compiled(batch)
         state = self.state
-        terms = loss_terms(self.problem, state.model, batch, state.engine, state.causal)
+        terms = loss_terms(
+            self.problem, state.model, batch, state.engine, state.causal, state.point_weights
+        )
         if step is not None:
             state.weights.update(terms, state.model.parameters(), step, state.world.average_)
         return terms, state.weights.total(terms)
@@ -69,7 +71,9 @@ class StepLoss:
     def _eager(self, batch: Batch) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
         """What `CompiledLoss` compiles: the terms and their weighted sum (fixed weights)."""
         state = self.state
-        terms = loss_terms(self.problem, state.model, batch, state.engine, state.causal)
+        terms = loss_terms(
+            self.problem, state.model, batch, state.engine, state.causal, state.point_weights
+        )
         return terms, state.weights.total(terms)
 
     def _decide(self) -> None:
@@ -83,6 +87,9 @@ class StepLoss:
             blockers.append(f"the loss weights adapt (trainer.weighting={state.weights.method})")
         if state.points.refinement.method == "rar":
             blockers.append("RAR grows the batch (each new shape would compile anew)")
+        if state.point_weights is not None:
+            method = state.point_weights.settings.method
+            blockers.append(f"the point weights adapt (trainer.point_weights.method={method})")
         setting, steps = state.settings.compile, state.settings.planned_steps("adam")
         size = state.engine.traced_size()
         if setting == "auto" and size > AUTO_MAX_OPERATIONS:

@@ -192,18 +192,11 @@ def test_residual_magnitude():
 # ---- settings and misuse -----------------------------------------------------------------------
 
 
-def test_due():
-    rar = Refinement("rar", every=3)
-    assert [step for step in range(10) if rar.due(step)] == [3, 6, 9]
-    assert not any(Refinement("none", every=1).due(step) for step in range(10))
-
-
 @pytest.mark.parametrize(
     "settings, key",
     [
         (dict(method="RAR"), "refinement.method"),
-        (dict(method="rar", every=0), "refinement.every"),
-        (dict(every=2.5), "refinement.every"),
+        (dict(candidates=2.5), "refinement.candidates"),
         (dict(candidates=0), "refinement.candidates"),
         (dict(add=0), "refinement.add"),
         (dict(method="rar", candidates=10, add=11), "refinement.add"),

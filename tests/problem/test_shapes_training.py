@@ -87,7 +87,7 @@ class OnShape(Problem):
 
 
 SETTINGS = TrainSettings(
-    adam={"steps": 24, "resample_every": 5},
+    adam={"steps": 24, "resample_every": 5, "refine_every": 6},
     lbfgs={"steps": 8},
     log_every=4,
     checkpoint_every=3,
@@ -107,7 +107,7 @@ def run(name, method="rar", **options):
         inputs=InputOptions(lower=domain.lower, upper=domain.upper),
         generator=generator,
     )
-    refinement = Refinement(method, every=6, candidates=200, add=8)
+    refinement = Refinement(method, candidates=200, add=8)
     points = PointSampler(
         domain,
         64,

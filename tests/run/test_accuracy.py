@@ -114,7 +114,7 @@ REDUCED = {
         [
             "problem.n_interior=1000",
             "trainer.adam.steps=1000",
-            "refinement.every=250",
+            "trainer.adam.refine_every=250",
             "trainer.phases=[adam,lbfgs]",
             "trainer.lbfgs.steps=3000",
         ],

@@ -64,7 +64,9 @@ def test_every_problem_config_composes_and_loads(name):
         ("trainer.weighting=softadapt", "trainer.weighting", "fixed"),
         ("trainer.weighting_alpha=0", "trainer.weighting_alpha", "(0, 1]"),
         ("refinement.method=grid", "refinement.method", "rar"),
-        ("refinement.every=0", "refinement.every", ">= 1"),
+        ("trainer.lbfgs.refine_every=-1", "trainer.lbfgs.refine_every", ">= 0"),
+        ("trainer.point_weights.gamma=1", "trainer.point_weights.gamma", "[0, 1)"),
+        ("trainer.point_weights.method=sa", "trainer.point_weights.method", "rba"),
         ("problem.params.hard_boundary=maybe", "hard_boundary", "true or false"),
     ],
 )
@@ -139,7 +141,8 @@ def test_conf_dir_is_the_repository_conf():
 
 
 def test_adaptive_weights_and_refinement_reach_the_run(tmp_path):
-    """trainer.weighting=lra logs each weight; refinement=rar adds its points every `every`."""
+    """trainer.weighting=lra logs each weight; refinement=rar adds its points every
+    `trainer.adam.refine_every`."""
     cfg = compose_config(
         [
             *TINY,
@@ -148,7 +151,7 @@ def test_adaptive_weights_and_refinement_reach_the_run(tmp_path):
             "trainer.weighting=lra",
             "trainer.weighting_every=5",
             "refinement.method=rar",
-            "refinement.every=8",
+            "trainer.adam.refine_every=8",
             "refinement.candidates=300",
             "refinement.add=7",
         ]
@@ -169,6 +172,7 @@ def test_the_loss_plot_draws_loss_terms_only():
 
     row = {"step": 0, "phase": "adam", "loss": 2.0, "lr": 1e-3, "pde": 1.0, "data": 0.5}
     row |= {"kappa": 0.7, "weight_pde": 1.0, "weight_data": 2.0, "rel_l2": 0.1, "time_s": 1.0}
+    row |= {"attention_mean_weight": 0.4, "attention_max_weight": 0.9}  # point weights
     assert loss_columns(row, skip={"kappa"}) == ["loss", "pde", "data"]
 
 

@@ -32,7 +32,7 @@ from pinn.training.strategies.weighting import LossWeights
 
 SETTINGS = TrainSettings(
     phases=["adam", "lbfgs", "bfgs"],
-    adam={"steps": 24, "resample_every": 3},
+    adam={"steps": 24, "resample_every": 3, "refine_every": 10},
     lbfgs={"steps": 12},
     bfgs={"steps": 12},
     log_every=4,
@@ -52,7 +52,7 @@ def parts(world: World, refine: str = "rad"):
     ).double()
     problem.attach_unknowns(torch.float64, torch.device("cpu"))
     generator = torch.Generator().manual_seed(rank_seed(1, world.rank))
-    refinement = Refinement(refine, every=10, candidates=200, add=8)
+    refinement = Refinement(refine, candidates=200, add=8)
     points = PointSampler(
         problem.domain, 48, 24, "sobol", generator, torch.float64, "cpu", refinement
     )

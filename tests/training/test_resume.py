@@ -136,7 +136,7 @@ def test_resuming_from_any_checkpoint_ends_exactly_like_the_uninterrupted_run(ev
 
 
 ADAPTIVE = TrainSettings(
-    adam={"steps": 30, "resample_every": 8},
+    adam={"steps": 30, "resample_every": 8, "refine_every": 6},
     lbfgs={"steps": 10},
     log_every=5,
     checkpoint_every=3,
@@ -149,7 +149,7 @@ ADAPTIVE = TrainSettings(
 @pytest.mark.parametrize("method", ["rar", "rad"])
 def test_adaptive_weights_and_refinement_resume_exactly(method, written_checkpoints):
     """LRA weights and refined points are part of the state: resuming anywhere changes nothing."""
-    refinement = Refinement(method, every=6, candidates=200, add=10)
+    refinement = Refinement(method, candidates=200, add=10)
     written = written_checkpoints
     model, result = tiny_fit(ADAPTIVE, refinement, checkpoint_path="unused.pt")
     weights = [row["weight_dirichlet"] for row in result.history]
@@ -210,6 +210,120 @@ def test_lbfgs_redraws_its_points_and_resumes_exactly_across_a_redraw(
         where = f"resumed at step {state['step']} ({state['training']['phase']})"
         assert torch.equal(flat(resumed_model), flat(model)), where
         assert same_rows(resumed.history) == same_rows(result.history), where
+
+
+REFINED = {
+    "lbfgs": TrainSettings(
+        adam={"steps": 4},
+        lbfgs={"steps": 14, "resample_every": 5, "refine_every": 3, "stall_window": 0},
+        log_every=4,
+        checkpoint_every=1,
+        progress=False,
+    ),
+    "bfgs": TrainSettings(
+        phases=["adam", "bfgs"],
+        adam={"steps": 4},
+        bfgs={"steps": 10, "resample_every": 4, "refine_every": 3, "stall_window": 0},
+        log_every=4,
+        checkpoint_every=1,
+        progress=False,
+    ),
+    "gauss_newton": TrainSettings(
+        phases=["adam", "gauss_newton"],
+        adam={"steps": 4},
+        gauss_newton={"steps": 7, "resample_every": 5, "refine_every": 2, "stall_window": 0},
+        log_every=3,
+        checkpoint_every=1,
+        progress=False,
+    ),
+}
+
+
+@pytest.mark.parametrize("method", ["rar", "rad"])
+@pytest.mark.parametrize("phase", ["lbfgs", "bfgs", "gauss_newton"])
+def test_refinement_in_a_second_order_phase_resumes_exactly(phase, method, written_checkpoints):
+    """Points refined by residual every `refine_every` iterations (and redrawn every
+    `resample_every`): a run resumed from any checkpoint, those at a refinement's iteration
+    among them (they hold the points before it), ends bit for bit as the uninterrupted one."""
+    settings, refinement = REFINED[phase], Refinement(method, candidates=150, add=6)
+    model, result = tiny_fit(settings, refinement, checkpoint_path="unused.pt")
+    written = list(written_checkpoints)
+    states = [torch.load(io.BytesIO(data), weights_only=True) for data in written]
+    refined = [
+        s
+        for s in states
+        if s["training"]["phase"] == phase and "refined" in s["training"]["sampler"]
+    ]
+    assert refined, "no checkpoint after a refinement in the phase"
+    if method == "rar":  # added in the phase: 6 at each refinement
+        assert len(states[-1]["training"]["sampler"]["added"]) == 6 * (
+            (settings.block(phase).steps - 1) // settings.block(phase).refine_every
+        )
+    for state in states[1:-1]:
+        resumed_model, resumed = tiny_fit(
+            settings, refinement, checkpoint_path="unused.pt", resume_from=state
+        )
+        where = f"resumed at step {state['step']} ({state['training']['phase']})"
+        assert torch.equal(flat(resumed_model), flat(model)), where
+        assert same_rows(resumed.history) == same_rows(result.history), where
+
+
+WEIGHTED = TrainSettings(
+    phases=["adam", "lbfgs", "bfgs", "gauss_newton"],
+    adam={"steps": 9, "resample_every": 4},
+    lbfgs={"steps": 6, "stall_window": 0},
+    bfgs={"steps": 5, "stall_window": 0},
+    gauss_newton={"steps": 4, "stall_window": 0},
+    log_every=3,
+    checkpoint_every=2,
+    progress=False,
+)
+
+
+@pytest.mark.parametrize("method", ["rba", "vrba"])
+def test_point_weights_resume_exactly_in_every_phase(method, written_checkpoints):
+    """The point weights, their points and update count are in the checkpoint (as Adam's step
+    started, in Adam): resumed anywhere, the run ends bit for bit as the uninterrupted one."""
+    point_weights = {"method": method, "every": 2, "gamma": 0.9, "eta": 0.4}
+    settings = TrainSettings(**{**vars(WEIGHTED), "point_weights": point_weights})
+    model, result = tiny_fit(settings, checkpoint_path="unused.pt")
+    assert len({row["attention_max_weight"] for row in result.history}) > 5  # they moved
+    written = list(written_checkpoints)
+    phases = []
+    for data in written[:-1]:
+        state = torch.load(io.BytesIO(data), weights_only=True)
+        saved = state["training"]["point_weights"]
+        assert saved["weights"].shape == (1, 64) and saved["names"] == ["pde"]
+        phases.append(state["training"]["phase"])
+        resumed_model, resumed = tiny_fit(settings, checkpoint_path="unused.pt", resume_from=state)
+        where = f"resumed at step {state['step']} ({phases[-1]})"
+        assert torch.equal(flat(resumed_model), flat(model)), where
+        assert resumed.final_loss == result.final_loss, where
+        assert same_rows(resumed.history) == same_rows(result.history), where
+    assert {"adam", "lbfgs", "bfgs", "gauss_newton"} <= set(phases)
+
+
+def test_a_checkpoint_refined_at_refinement_every_resumes_with_adam_refine_every(
+    written_checkpoints,
+):
+    """A checkpoint of a pinn whose refinement interval was `refinement.every` (saved with the
+    sampler's settings, no `refine_every` in the phases') resumes with
+    `trainer.adam.refine_every` at that interval, and is refused at another."""
+    refinement = Refinement("rar", candidates=200, add=10)
+    model, result = tiny_fit(ADAPTIVE, refinement, checkpoint_path="unused.pt")
+    state = torch.load(io.BytesIO(written_checkpoints[4]), weights_only=True)
+    assert state["training"]["phase"] == "adam"
+    for name in ("adam", "lbfgs", "gauss_newton", "bfgs"):
+        del state["training"]["settings"][name]["refine_every"]
+    state["training"]["sampler"]["refinement"]["every"] = 6  # as pinn wrote it then
+    resumed_model, resumed = tiny_fit(
+        ADAPTIVE, refinement, checkpoint_path="unused.pt", resume_from=state
+    )
+    assert torch.equal(flat(resumed_model), flat(model))
+    assert same_rows(resumed.history) == same_rows(result.history)
+    state["training"]["sampler"]["refinement"]["every"] = 7
+    with pytest.raises(ConfigError, match="other settings"):
+        tiny_fit(ADAPTIVE, refinement, resume_from=state)
 
 
 def test_training_draws_nothing_from_the_global_generator(every_checkpoint):

@@ -1,5 +1,5 @@
 """The Adam phase: `steps` Adam steps, the learning rate falling by a schedule, the points
-redrawn or refined as it goes, loss weights adapting (LRA) where asked."""
+redrawn or refined as it goes, loss weights (LRA) and point weights (RBA) adapting where asked."""
 
 from __future__ import annotations
 
@@ -29,6 +29,8 @@ class AdamSettings:
         schedule: how it falls, "exponential", "cosine" or "constant"
             (`pinn.training.optim.schedules`).
         resample_every: steps between redraws of the points; 0 draws them once.
+        refine_every: steps between refinements of the points by their residual
+            (`refinement.method`, rar or rad; 0 = never), after the redraw where both fall.
     """
 
     steps: int = setting(1000, "Adam steps (0 = none)")
@@ -40,9 +42,12 @@ class AdamSettings:
     resample_every: int = setting(
         0, "Adam steps between redraws of the training points (0 = never)"
     )
+    refine_every: int = setting(
+        0, "Adam steps between refinements of the points by residual (refinement.method; 0 = never)"
+    )
 
     def __post_init__(self) -> None:
-        for key in ("steps", "resample_every"):
+        for key in ("steps", "resample_every", "refine_every"):
             require_int(f"trainer.adam.{key}", getattr(self, key), minimum=0)
         for key in ("lr", "lr_decay"):
             require_positive(f"trainer.adam.{key}", getattr(self, key))
@@ -73,20 +78,23 @@ class AdamPhase(Phase):
         if saved is not None:  # moments, step counts and the current rate
             self.optimizer.load_state_dict(saved["optimizer"])
             self.scheduler.load_state_dict(saved["scheduler"])
-        every = settings.resample_every
+        point_weights = state.point_weights  # RBA's weights (pinn.problem.point_weights)
         for local in range(first, settings.steps):
             step = start + local
-            # Fresh points every `every` steps, then refined where the residual is large; the
-            # first step uses the points drawn (or restored with the checkpoint).
-            if local > first and every and local % every == 0:
+            # Fresh points every `resample_every` steps, then refined where the residual is
+            # large; the first step uses the points drawn (or restored with the checkpoint).
+            if local > first and self.due(local, settings.resample_every):
                 state.batch = state.points.draw()
-            if local > first and state.points.refinement.due(local):
-                state.batch = state.points.refine(parts.loss.residual_magnitude)
+            if local > first and self.due(local, settings.refine_every):
+                state.batch = state.points.refine(state.refine_by)
             # A signal (Ctrl-C, SIGTERM) since the last step: this step's checkpoint, then stop.
             stopping = parts.interrupts.requested()
             checkpoint_due = stopping or parts.checkpoints.due(step)
             if checkpoint_due:
                 state.mark_step_start()
+            # The point weights move, from this step's residual, before it is weighed.
+            if point_weights is not None and local % point_weights.settings.every == 0:
+                point_weights.request()
             self.optimizer.zero_grad(set_to_none=True)
             terms, loss = parts.loss(state.batch, step=local)
             loss.backward()

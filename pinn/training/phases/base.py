@@ -52,20 +52,44 @@ class Phase:
         return self.settings.steps - (state.step - state.phase_start)
 
     @staticmethod
-    def redraw_if_due(state: RunState, every: int, n: int) -> tuple[int, bool]:
-        """For a phase whose points are redrawn every `every` iterations (0 = never), before a
-        chunk of up to `n`: redraw them if the chunk starts at a multiple of `every` (not at
-        the phase's first iteration); returns (the chunk cut to end at the next redraw,
-        whether they were redrawn). Redraws fall before a chunk's first iteration: a
-        checkpoint taken at a redraw's iteration holds the points before it, and the resumed
-        run redraws them."""
-        if not every:
-            return n, False
+    def due(done: int, every: int) -> bool:
+        """Whether something done every `every` iterations (0 = never) falls before iteration
+        `done` of the phase: at its multiples, never at its first iteration."""
+        return every > 0 and done > 0 and done % every == 0
+
+    def redraw_if_due(self, state: RunState, every: int, n: int) -> tuple[int, bool]:
+        """Before a chunk of up to `n` iterations of a phase that holds its points (and loss)
+        fixed within a chunk: what falls at the chunk's first iteration, and where the chunk
+        must end. Returns (the chunk cut to end before the next of them, whether the loss
+        changed: new points or weights).
+
+        - The points are redrawn every `every` iterations (its `resample_every`; 0 = never),
+        - then refined by the residual every `settings.refine_every` (0 or absent = never;
+          `refinement.method`, `PointSampler.refine`),
+        - and the point weights (`trainer.point_weights`) are updated every
+          `trainer.point_weights.every` iterations, from the first on: the chunk's first
+          evaluation updates them, every later one in the chunk weighs as it did.
+
+        Redraws and refinements fall before a chunk's first iteration, never at the phase's
+        first: a checkpoint taken at their iteration holds the points before them, and the
+        resumed run makes them again (the refinement from the same parameters, generator and
+        residual). Each phase that calls this says in its docs what it keeps across them."""
         done = state.step - state.phase_start
-        redrawn = done > 0 and done % every == 0
-        if redrawn:
+        refine_every = getattr(self.settings, "refine_every", 0)
+        weights = state.point_weights
+        weigh_every = weights.settings.every if weights is not None else 0
+        changed = False
+        if self.due(done, every):
             state.batch = state.points.draw()
-        return min(n, every - done % every), redrawn
+            changed = True
+        if self.due(done, refine_every):
+            state.batch = state.points.refine(state.refine_by)
+            changed = True
+        if weights is not None and done % weigh_every == 0:
+            weights.request()
+            changed = True
+        intervals = [k - done % k for k in (every, refine_every, weigh_every) if k]
+        return min([n, *intervals]), changed
 
     def check(self, state: RunState) -> None:
         """Refuse, with a ConfigError, what this phase cannot train (called before any phase

@@ -36,8 +36,9 @@ class BFGSSettings:
             "bfgs".
         loss_transform: what the iterations minimise: "none" (the loss), "sqrt" (its square
             root) or "log" (its logarithm); history rows and stop rules use the loss itself.
-        tolerance, stall_window, stall_decrease, resample_every: as L-BFGS's
-            (`LBFGSSettings`). The inverse Hessian is kept across a redraw.
+        tolerance, stall_window, stall_decrease, resample_every, refine_every: as L-BFGS's
+            (`LBFGSSettings`). The inverse Hessian is kept across a redraw or refinement, and
+            across an update of the point weights.
         max_parameters: the most parameters (P) the dense P x P inverse Hessian is made for.
     """
 
@@ -57,6 +58,9 @@ class BFGSSettings:
     )
     resample_every: int = setting(
         0, "iterations between redraws of the training points (0 = never)"
+    )
+    refine_every: int = setting(
+        0, "iterations between refinements of the points by residual (refinement.method; 0 = never)"
     )
     max_parameters: int = setting(
         10000, "refuse networks with more parameters (the inverse Hessian holds P² float64s)"

@@ -1,5 +1,6 @@
 """The Gauss-Newton phase: Levenberg-Marquardt (`pinn.training.optim.levenberg_marquardt`) on the
-last points drawn (or redrawn every `resample_every` iterations), the loss written as a sum of
+last points drawn (or redrawn every `resample_every` iterations, refined by residual every
+`refine_every`: `Phase.redraw_if_due`), the loss written as a sum of
 squares of residual rows (`pinn.training.rows.residual_rows`), a history row per iteration,
 stopping early when no damping lowers the loss or on a plateau."""
 
@@ -49,6 +50,10 @@ class GaussNewtonSettings:
             README "Gauss-Newton": no lower fresh loss there). Each iteration's line search
             compares losses on its own points; the plateau rule judges each step by its own
             ratio, so a redraw does not look like progress or its lack.
+        refine_every: iterations between refinements of the points by their residual
+            (`refinement.method`, rar or rad; 0 = never). The damping is kept across a redraw
+            or refinement, and across an update of the point weights (`trainer.point_weights`,
+            made at the Jacobian's evaluation: each line search compares one loss).
         adapt_damping: move the damping by the step length the line search takes (raised
             after 1/8 or less, lowered after a full step) instead of holding it at `damping`
             between refusals: for a problem whose search keeps taking lengths of 1/16 or less.
@@ -79,12 +84,15 @@ class GaussNewtonSettings:
     resample_every: int = setting(
         0, "iterations between redraws of the training points (0 = never)"
     )
+    refine_every: int = setting(
+        0, "iterations between refinements of the points by residual (refinement.method; 0 = never)"
+    )
     adapt_damping: bool = setting(
         False, "true: damping x 1/length after a step of 1/8 or less, / 4 after a full one"
     )
 
     def __post_init__(self) -> None:
-        for key in ("steps", "stall_window", "line_search", "resample_every"):
+        for key in ("steps", "stall_window", "line_search", "resample_every", "refine_every"):
             require_int(f"trainer.gauss_newton.{key}", getattr(self, key), minimum=0)
         require_int("trainer.gauss_newton.max_tries", self.max_tries, minimum=1)
         require_int("trainer.gauss_newton.dense_limit", self.dense_limit, minimum=1)
@@ -136,7 +144,12 @@ class GaussNewtonPhase(Phase):
         self.optimizer = optimizer
         causal = state.causal  # the PDE rows causally weighted (pinn.problem.causal), or None
         rows_of = ResidualRows(
-            parts.loss.problem, state.model, state.engine, self._weights(state), causal=causal
+            parts.loss.problem,
+            state.model,
+            state.engine,
+            self._weights(state),
+            causal=causal,
+            point_weights=state.point_weights,  # updated where asked, at the Jacobian's rows
         )
 
         def evaluate(jacobian: bool):

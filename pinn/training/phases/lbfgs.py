@@ -1,7 +1,7 @@
 """The L-BFGS phase: pinn's L-BFGS (`pinn.training.optim.lbfgs`, strong Wolfe line search) on the
-last points drawn (or redrawn every `resample_every` iterations), a history row per iteration,
-stopping early on a stall, a failed line search or the tolerance (the run is
-`pinn.training.phases.quasi_newton`'s)."""
+last points drawn (or redrawn every `resample_every` iterations, refined by residual every
+`refine_every`), a history row per iteration, stopping early on a stall, a failed line search or
+the tolerance (the run is `pinn.training.phases.quasi_newton`'s)."""
 
 from __future__ import annotations
 
@@ -34,6 +34,8 @@ class LBFGSSettings:
             points let L-BFGS drive the loss far below the residual between them (overfitting);
             fresh ones keep it honest. The curvature memory is kept across a redraw (the same
             PDE), the plateau window starts afresh (the loss jumps with the new points).
+        refine_every: iterations between refinements of the points by their residual
+            (`refinement.method`, rar or rad; 0 = never), kept across as a redraw is.
     """
 
     steps: int = setting(1000, "L-BFGS iterations (0 = none)")
@@ -47,6 +49,9 @@ class LBFGSSettings:
     history_size: int = setting(50, "curvature pairs L-BFGS keeps (its memory)")
     resample_every: int = setting(
         0, "iterations between redraws of the training points (0 = never)"
+    )
+    refine_every: int = setting(
+        0, "iterations between refinements of the points by residual (refinement.method; 0 = never)"
     )
 
     def __post_init__(self) -> None:

@@ -1,7 +1,9 @@
 """What the quasi-Newton phases share (`lbfgs`, `bfgs`): their stop keys, checked alike, and
 their run: the optimiser on the last points drawn (or redrawn every `resample_every`
-iterations), a history row per iteration, stopping early on a stall, a failed line search, a
-plateau or the tolerance.
+iterations, refined by residual every `refine_every`), a history row per iteration, stopping
+early on a stall, a failed line search, a plateau or the tolerance. Between chunks the points
+and point weights may change (`Phase.redraw_if_due`): the optimiser keeps its curvature and
+starts its plateau window afresh.
 
 A subclass names its optimiser (`make_optimizer`); the closure, the chunks, the causal weights
 held through a line search and the checkpoints are this module's.
@@ -23,9 +25,9 @@ if TYPE_CHECKING:
 
 
 def check_stop_keys(block: str, settings: Any) -> None:
-    """The keys every quasi-Newton block has: steps, stall_window, resample_every (integers
-    >= 0), tolerance and stall_decrease (fractions in [0, 1))."""
-    for key in ("steps", "stall_window", "resample_every"):
+    """The keys every quasi-Newton block has: steps, stall_window, resample_every, refine_every
+    (integers >= 0), tolerance and stall_decrease (fractions in [0, 1))."""
+    for key in ("steps", "stall_window", "resample_every", "refine_every"):
         require_int(f"trainer.{block}.{key}", getattr(settings, key), minimum=0)
     for key in ("tolerance", "stall_decrease"):
         fraction = getattr(settings, key)
@@ -87,7 +89,8 @@ class QuasiNewtonPhase(Phase):
         def iterate(n: int) -> tuple[int, str | None]:
             # Causal weights are held for a chunk: a line search measuring each trial with its
             # own weights compares different losses (and fails at once when the tolerance is
-            # large). They are recomputed here, so the loss may jump, as with new points.
+            # large). They are recomputed here, so the loss may jump, as with new points, new
+            # point weights (updated by the chunk's first evaluation) or refined points.
             n, redrawn = self.redraw_if_due(state, every, n)
             if causal is not None:
                 causal.thaw()

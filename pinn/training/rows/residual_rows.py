@@ -9,7 +9,9 @@ Each term k of `loss_terms` (the PDE, each condition, observations) has n_k resi
 rows are sqrt(w_k / n_k) r_k, so sum(rows**2) = sum_k w_k mean(r_k**2), the loss the other
 phases minimise. With causal weighting (`pinn.problem.causal`) the PDE terms' r_k are already
 scaled point by point by `residuals`, so the rows' loss is the causal one too (its weights are
-constants to the Jacobian, as they carry no gradient). The rows stand in term order, every
+constants to the Jacobian, as they carry no gradient); so are point weights
+(`pinn.problem.point_weights`): a point's rows are λ_p r_p, the square root of its weight λ_p^2
+times its residual. The rows stand in term order, every
 output and equation of a term together.
 The Jacobian's columns are the flat parameters of `parameters(model, problem)`: the network's,
 then the problem's unknowns.
@@ -62,6 +64,7 @@ from pinn.errors import ConfigError
 from pinn.geometry import Batch
 from pinn.problem.causal import CausalWeighting
 from pinn.problem.loss import residuals
+from pinn.problem.point_weights import PointWeights
 from pinn.problem.problem import Problem
 from pinn.training.optim.jacobian_products import MatrixFreeJacobian
 from pinn.training.rows.row_jacobian import Recording, row_jacobian
@@ -106,6 +109,8 @@ class ResidualRows:
         weights: {term: weight}; a term without one counts once (as `weighted_sum`).
         chunk: parameter directions pushed through the assembly at once (memory ~ chunk R).
         causal: the causal weighting of the PDE terms (`pinn.problem.causal`), or None.
+        point_weights: the weights of the PDE terms' points (`pinn.problem.point_weights`),
+            or None; a requested update is made at the next call, before its rows.
     """
 
     def __init__(
@@ -116,8 +121,10 @@ class ResidualRows:
         weights: Mapping[str, float] | None = None,
         chunk: int = 256,
         causal: CausalWeighting | None = None,
+        point_weights: PointWeights | None = None,
     ):
         self.problem, self.model, self.causal = problem, model, causal
+        self.point_weights = point_weights
         self.engine = engine or Engine("autograd", model, announce=False)
         self.weights = dict(weights or {})
         self.chunk = chunk
@@ -129,7 +136,9 @@ class ResidualRows:
             raise ValueError(f"jacobian must be False, True or 'products', got {jacobian!r}")
         recording = Recording(self.engine)
         with torch.enable_grad():
-            vectors = residuals(self.problem, self.model, batch, recording, self.causal)
+            vectors = residuals(
+                self.problem, self.model, batch, recording, self.causal, self.point_weights
+            )
         scales = self._scales(vectors)
         attached = torch.cat([scales[name] * vector for name, vector in vectors.items()])
         values = attached.detach()
@@ -142,8 +151,9 @@ class ResidualRows:
         if jacobian == "products":
             rows.jacobian = MatrixFreeJacobian(attached, parameters(self.model, self.problem))
         elif jacobian:
+            fixed = self.point_weights.fixed() if self.point_weights is not None else None
             rows.jacobian = row_jacobian(
-                self.problem, self.model, batch, recording, scales, self.chunk, self.causal
+                self.problem, self.model, batch, recording, scales, self.chunk, self.causal, fixed
             )
         return rows
 

@@ -20,6 +20,7 @@ from pinn.errors import ConfigError
 from pinn.geometry import Batch
 from pinn.problem.causal import CausalWeighting
 from pinn.problem.loss import residuals
+from pinn.problem.point_weights import FixedPointWeights
 from pinn.problem.problem import Problem
 from pinn.training.rows.point_quantities import (
     autograd_quantities,
@@ -51,12 +52,14 @@ def row_jacobian(
     scales: Mapping[str, float],
     chunk: int = 256,
     causal: CausalWeighting | None = None,
+    point_weights: FixedPointWeights | None = None,
 ) -> torch.Tensor:
     """(R, P) Jacobian of the scaled rows, columns the network's parameters then the unknowns.
 
     `recording` holds the fields of one `residuals` call at `batch` (their requests tell which
     quantities the residual uses); `scales` the rows' factor per term; `causal` the causal
-    weighting that call had (its factors are recomputed from the primal residual, detached).
+    weighting that call had (its factors are recomputed from the primal residual, detached);
+    `point_weights` the point weights it had, as constants.
     """
     names = [name for name, _ in model.named_parameters()]
     theta = {name: p.detach() for name, p in model.named_parameters()}
@@ -83,7 +86,7 @@ def row_jacobian(
     for i in range(len(unknown_values)):
         unknown_tangent[i, n_model + i] = 1.0
     replica = causal.replica() if causal is not None else None  # its tensors stay inside
-    assembly = _Assembly(problem, model, batch, sites, scales, replica)
+    assembly = _Assembly(problem, model, batch, sites, scales, replica, point_weights)
 
     def rows_of(quantities: tuple, scalars: tuple) -> torch.Tensor:
         if not scalars:
@@ -203,15 +206,18 @@ class _Assembly(nn.Module):
         sites: list,
         scales: Mapping,
         causal: CausalWeighting | None = None,
+        point_weights: FixedPointWeights | None = None,
     ):
         super().__init__()
         self.problem, self.batch, self.sites, self.scales = problem, batch, sites, scales
-        self.causal = causal
+        self.causal, self.point_weights = causal, point_weights
         self.network = [model]  # in a list: not a submodule (its parameters are not ours)
         if problem.attached_unknowns is not None:
             self.unknowns = problem.attached_unknowns
 
     def forward(self, quantities: Sequence[torch.Tensor]) -> torch.Tensor:
         replay = _Replay(self.sites, quantities)
-        vectors = residuals(self.problem, self.network[0], self.batch, replay, self.causal)
+        vectors = residuals(
+            self.problem, self.network[0], self.batch, replay, self.causal, self.point_weights
+        )
         return torch.cat([self.scales[name] * vector for name, vector in vectors.items()])
