@@ -69,7 +69,7 @@ from pinn.training.interrupts import Interrupts
 from pinn.training.phases import PHASES, phase_class
 from pinn.training.phases.parts import Parts, finish
 from pinn.training.recording import Recorder
-from pinn.training.settings import TrainSettings, check_refinement
+from pinn.training.settings import TrainSettings, check_refinement, unused_refinement
 from pinn.training.state import FitResult, RunState
 from pinn.training.step_loss import StepLoss
 from pinn.training.strategies.weighting import LossWeights
@@ -160,6 +160,8 @@ def fit(
     else:
         _warn_of_time_faces(problem)
         _warn_of_outside_observations(problem)
+        if unused := unused_refinement(settings, points.refinement.method):
+            log.warning(unused)
     state = RunState(
         model,
         problem.unknowns_for(*_dtype_and_device(model, points)),

@@ -185,26 +185,29 @@ def _block_of(settings_type: type, name: str, block: Any) -> Any:
 
 def check_refinement(settings: TrainSettings, method: str) -> None:
     """Refuse, in one line, a phase that refines the points by residual (its `refine_every`)
-    when `refinement.method` is none, and a method no phase of `settings.phases` refines by."""
+    when `refinement.method` is none."""
+    for name in dict.fromkeys(settings.phases):
+        every = getattr(settings.block(name), "refine_every", 0)
+        if every and method == "none":
+            raise ConfigError(
+                f"trainer.{name}.refine_every={every} refines the points by their residual, but "
+                f"refinement.method=none: choose refinement.method=rad (or rar), or set "
+                f"trainer.{name}.refine_every=0"
+            )
+
+
+def unused_refinement(settings: TrainSettings, method: str) -> str | None:
+    """What to warn of when `refinement.method` is set but no phase of `settings.phases`
+    refines by it (a problem's yaml refines in a phase the command line took out: harmless, the
+    points are then drawn only), or None."""
     listed = list(dict.fromkeys(settings.phases))
-    refining = {
-        name: every
-        for name in listed
-        if (every := getattr(settings.block(name), "refine_every", 0))
-    }
-    if method == "none" and refining:
-        name, every = next(iter(refining.items()))
-        raise ConfigError(
-            f"trainer.{name}.refine_every={every} refines the points by their residual, but "
-            f"refinement.method=none: choose refinement.method=rad (or rar), or set "
-            f"trainer.{name}.refine_every=0"
-        )
-    if method != "none" and not refining:
-        raise ConfigError(
-            f"refinement.method={method}, but no phase of trainer.phases=[{','.join(listed)}] "
-            f"refines the points: give one a refine_every, e.g. trainer.{listed[0]}."
-            "refine_every=500 (Adam's was refinement.every before), or set refinement.method=none"
-        )
+    if method == "none" or any(getattr(settings.block(name), "refine_every", 0) for name in listed):
+        return None
+    return (
+        f"refinement.method={method}, but no phase of trainer.phases=[{','.join(listed)}] "
+        f"refines the points: give one a refine_every, e.g. trainer.{listed[0]}.refine_every="
+        "100, to refine them"
+    )
 
 
 # What may differ between a run and its resumption: neither changes a single number.

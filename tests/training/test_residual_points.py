@@ -3,6 +3,8 @@
 their points within a chunk), point weights (`trainer.point_weights`) updated at their cadence in
 every phase, and the refusals of settings that do not fit together."""
 
+import logging
+
 import pytest
 import torch
 
@@ -222,19 +224,32 @@ def test_point_weights_make_the_loss_the_weighted_one():
             "refinement.method=none: choose refinement.method=rad (or rar), or set "
             "trainer.lbfgs.refine_every=0",
         ),
-        (
-            ["adam", "gauss_newton"],
-            {},
-            "rad",
-            "refinement.method=rad, but no phase of trainer.phases=[adam,gauss_newton] refines "
-            "the points: give one a refine_every, e.g. trainer.adam.refine_every=500",
-        ),
     ],
 )
 def test_refinement_settings_that_do_not_fit_together_are_refused_in_one_line(
     phases, blocks, method, message
 ):
-    settings = TrainSettings(phases=phases, progress=False, **blocks)
+    with pytest.raises(ConfigError) as refused:
+        problem, model, points = corner_parts(method)
+        fit(problem, model, TrainSettings(phases=phases, progress=False, **blocks), points)
+    assert message in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_a_method_no_phase_refines_by_is_warned_of_and_the_points_only_drawn(caplog):
+    settings = TrainSettings(phases=["adam", "gauss_newton"], adam={"steps": 2}, progress=False)
+    settings.gauss_newton.steps = 1
+    with caplog.at_level(logging.WARNING, logger="pinn"):
+        problem, model, points = corner_parts("rad")
+        result = fit(problem, model, settings, points)
+    said = (
+        "refinement.method=rad, but no phase of trainer.phases=[adam,gauss_newton] refines "
+        "the points: give one a refine_every, e.g. trainer.adam.refine_every=100"
+    )
+    assert said in caplog.text and result.steps == 3
+
+
+def corner_parts(method):
+    """CornerSource, a tiny model and a sampler refining by `method`."""
     problem = CornerSource()
     model = MLP(2, 1, width=4, depth=1, generator=torch.Generator().manual_seed(0)).double()
     points = PointSampler(
@@ -246,9 +261,7 @@ def test_refinement_settings_that_do_not_fit_together_are_refused_in_one_line(
         torch.float64,
         refinement=Refinement(method),
     )
-    with pytest.raises(ConfigError) as refused:
-        fit(problem, model, settings, points)
-    assert message in str(refused.value) and "\n" not in str(refused.value)
+    return problem, model, points
 
 
 @pytest.mark.parametrize("phase", ["adam", "lbfgs", "gauss_newton"])
