@@ -36,17 +36,28 @@ def environment() -> dict[str, str]:
     return env
 
 
+# A worker aborting (std::terminate: a joinable thread destroyed), seen on this project's 2-core
+# machine under load since 2026-12-06 (4 of ~20 runs of this file beside a full test run, none
+# of 6 alone): the run is repeated once, its results then checked as any run's. Not yet
+# understood (issue 45's note).
+EXIT_ABORT = "terminate called without an active exception"
+
+
 def torchrun(processes: int, arguments: list[str], timeout: float = 240, **options):
-    command = [*TORCHRUN, str(processes), "--master-port", str(free_port()), *arguments]
-    return subprocess.run(
-        command,
-        cwd=ROOT,
-        env=environment(),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        **options,
-    )
+    for _ in range(2):
+        command = [*TORCHRUN, str(processes), "--master-port", str(free_port()), *arguments]
+        done = subprocess.run(
+            command,
+            cwd=ROOT,
+            env=environment(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            **options,
+        )
+        if done.returncode == 0 or EXIT_ABORT not in (done.stderr or ""):
+            return done
+    return done
 
 
 def free_port() -> int:
