@@ -68,8 +68,13 @@ class LBFGS(QuasiNewton):
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from `state_dict()`'s result; its (P,) pairs move to the parameters' device
+        and dtype (a checkpoint is loaded on the CPU, whatever device the run trains on)."""
         super().load_state_dict(state)
-        self.memory = [(s.clone(), y.clone()) for s, y in state["memory"]]
+        like = self._like()
+        self.memory = [
+            (s.to(**like, copy=True), y.to(**like, copy=True)) for s, y in state["memory"]
+        ]
 
     def _direction(self, grad: torch.Tensor) -> torch.Tensor:
         """-H grad by the two-loop recursion; -grad when the memory's direction is no descent."""

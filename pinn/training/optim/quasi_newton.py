@@ -192,6 +192,11 @@ class QuasiNewton:
         value, grad = objective(loss.item(), self._flat_grad(), self.transform)
         return Trial(t, params, loss, value, grad, info)
 
+    def _like(self) -> dict[str, Any]:
+        """The device and dtype of the flat parameters (what a loaded state must move to)."""
+        first = self.params[0] if self.params else torch.empty(0)
+        return {"device": first.device, "dtype": first.dtype}
+
     def _flat_params(self) -> torch.Tensor:
         return torch.cat([p.detach().flatten() for p in self.params])
 
