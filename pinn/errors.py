@@ -1,12 +1,16 @@
 """The errors `pinn` raises for the user to read: each says what was wrong and how to fix it."""
 
+import contextlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from typing import TypeVar
 
 import torch
 
 T = TypeVar("T")
+
+_TRUSTED: ContextVar[bool] = ContextVar("pinn_trusted", default=False)
 
 
 class PinnError(Exception):
@@ -108,5 +112,20 @@ def require_positive(key: str, value: object) -> None:
 def validating() -> bool:
     """Whether checks that read tensor values should run: always, except while `torch.compile`
     traces a training step (there they would split the graph; the eager first step of every
-    run has already made them)."""
-    return not torch.compiler.is_compiling()
+    run has already made them) and inside `trusting()` (the eager steps between logged rows:
+    on a GPU each such check makes the host wait for the device, `pinn.syncs`)."""
+    return not (torch.compiler.is_compiling() or _TRUSTED.get())
+
+
+@contextlib.contextmanager
+def trusting(trusted: bool = True) -> Iterator[None]:
+    """Inside (when `trusted`), `validating()` is False: the checks that read tensor values
+    are skipped, as in a compiled step. The phases trust the steps between logged rows, whose
+    batches have the shapes and parts of a step already checked; what only the values show (a
+    predicate's mask that selects no point of a new batch) is caught by the next logged row's
+    checks or the divergence watch."""
+    token = _TRUSTED.set(trusted)
+    try:
+        yield
+    finally:
+        _TRUSTED.reset(token)

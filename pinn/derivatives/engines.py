@@ -34,6 +34,7 @@ from pinn.derivatives.univariate import (
     univariate_supported,
 )
 from pinn.errors import ConfigError, validating
+from pinn.syncs import device_constant
 
 if TYPE_CHECKING:  # the estimator module builds on the public functions, which build on this
     from pinn.derivatives.stochastic import LaplacianEstimator
@@ -75,6 +76,10 @@ class TaylorField(Field):
 
     Args:
         plan: the derivatives to compute up front (a `Requests`, e.g. recorded by a `Field`).
+        constants: where the pass's small constant tensors (input indices, weights) are kept
+            from one step to the next, {(values, dtype, device): tensor}: the engine's, so
+            that a step does not copy them from the host again (on a GPU each copy makes it
+            wait, `pinn.syncs`); None makes them afresh.
         Other arguments as for `Field`; `f` must satisfy `taylor_supported`.
     """
 
@@ -87,8 +92,10 @@ class TaylorField(Field):
         plan: Requests | None = None,
         estimator=None,
         laplacian_inputs: Sequence[int] | None = None,
+        constants: dict | None = None,
     ):
         self.plan = plan or Requests()
+        self._constants = {} if constants is None else constants
         self._autograd: Field | None = None  # made on the first request the plan missed
         super().__init__(f, x, input_names, output_names, estimator, laplacian_inputs)
 
@@ -140,9 +147,12 @@ class TaylorField(Field):
             return super()._evaluate()  # values only: a plain forward pass
         directions = sorted(inputs)
         mode, weights = _second_order_mode(plan, directions)
+        indices = self._constant(directions, torch.long)
+        if weights is not None:
+            weights = self._constant(weights, self.x.dtype)
         # Detached points: the pass gives every planned derivative, so nothing differentiates
         # its outputs in x, and the backward pass of the loss stops at the parameters.
-        jet = taylor_forward(self.f, self.x.detach(), directions, mode, weights=weights)
+        jet = taylor_forward(self.f, self.x.detach(), indices, mode, weights=weights)
         outputs = range(jet.value.shape[1])
         for k in outputs:
             for a, i in enumerate(directions):
@@ -167,6 +177,17 @@ class TaylorField(Field):
                 {(k, i, j): jet.second[:, k, a, b] for k in outputs for a, i, b, j in pairs}
             )
         return jet.value
+
+    def _constant(self, values: list[float], dtype: torch.dtype) -> torch.Tensor:
+        """(k,) `values` in `dtype` on the points' device, made once per engine (see
+        `constants`); made afresh while torch.compile traces (a constant of its graph)."""
+        device = self.x.device
+        if torch.compiler.is_compiling():
+            return torch.tensor(values, dtype=dtype, device=device)
+        key = (tuple(values), dtype, device)
+        if key not in self._constants:
+            self._constants[key] = device_constant(values, dtype, device)
+        return self._constants[key]
 
     def _estimating_pass(self, first: list[int]) -> torch.Tensor:
         """One pass carrying the unit directions of the first derivatives asked for and the
@@ -246,14 +267,15 @@ def _only_along(plan: Requests, highest: dict[int, int]) -> int | None:
     return i if plan.first <= {i} and plan.diagonal <= {i} else None
 
 
-def _second_order_mode(plan: Requests, directions: list[int]) -> tuple[str, torch.Tensor | None]:
-    """Which second-order terms the pass carries, and the weights of a collapsed sum."""
+def _second_order_mode(plan: Requests, directions: list[int]) -> tuple[str, list[float] | None]:
+    """Which second-order terms the pass carries, and the weights of a collapsed sum (one per
+    direction)."""
     if plan.mixed:
         return "full", None
     if plan.laplacian and not plan.diagonal:
         return "collapsed", None  # directions are all inputs: the Laplacian, one row
     if not plan.laplacian and len(plan.diagonal) == 1:
-        weights = torch.tensor([1.0 if i in plan.diagonal else 0.0 for i in directions])
+        weights = [1.0 if i in plan.diagonal else 0.0 for i in directions]
         return "collapsed", weights  # a single d²u/dx_j², one row
     if plan.laplacian or plan.diagonal:
         return "diagonal", None
@@ -336,6 +358,7 @@ class Engine:
             self._resolve(probe)
         self._recorders: dict[str, Field] = {}
         self._plans: dict[str, Requests] = {}
+        self._constants: dict = {}  # the Taylor passes' constant tensors (TaylorField)
         self._probe: torch.Tensor | None = None  # a few points of the first field, for checks
 
     @property
@@ -382,6 +405,7 @@ class Engine:
                 plan=self._plans[site],
                 estimator=estimator,
                 laplacian_inputs=laplacian_inputs,
+                constants=self._constants,
             )
         recorder = Field(model, x, inputs, outputs, estimator, laplacian_inputs)  # records
         self._recorders[site] = recorder

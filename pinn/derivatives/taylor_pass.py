@@ -249,7 +249,7 @@ def _try_rules(traced: Traced, model: Callable, probe: Tensor) -> None:
     when it runs, and the engine must know before training whether to fall back. One pass of
     each kind (second order along one input, then a univariate one) at the probe points."""
     seed = probe.new_zeros(3, 1, probe.shape[1])
-    seed[0, 0, 0] = 1.0
+    seed[0, 0, 0].fill_(1.0)  # a fill on the device, not a number copied from the host
     with torch.no_grad():
         try:
             propagate(traced, model, probe, seed[:1], Diagonal(1))

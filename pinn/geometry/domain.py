@@ -30,6 +30,7 @@ import torch
 from pinn.errors import ConfigError
 from pinn.geometry.rfunctions import equivalence, trimmed_distance
 from pinn.geometry.sampling import MIDPOINT, check_method, onto, share, unit_cube
+from pinn.syncs import on_host
 
 Tensor = torch.Tensor
 _DEFAULT_NAMES = ("x", "y", "z")
@@ -53,6 +54,9 @@ class BoundaryPoints:
         part: (N,) long index into `part_names` of the part each point lies on.
         part_names: the names of the boundary parts, e.g. ("x_min", "x_max", ...) for a box.
         domain: the domain they lie on, or None.
+        part_rows: where each part's points are, known on the host when they were drawn:
+            (part index, first row, row after the last) for each run of consecutive rows of one
+            part, in row order (`Domain.sample_boundary` gives it); None where unknown.
     """
 
     points: Tensor
@@ -60,12 +64,30 @@ class BoundaryPoints:
     part: Tensor
     part_names: tuple[str, ...]
     domain: Domain | None = None
+    part_rows: tuple[tuple[int, int, int], ...] | None = None
 
     def on(self, parts: str | Sequence[str]) -> Tensor:
         """(N,) bool mask of the points on the named part or on any of the parts."""
         parts = known_parts([parts] if isinstance(parts, str) else list(parts), self.part_names)
         indices = torch.tensor([self.part_names.index(n) for n in parts], device=self.part.device)
         return torch.isin(self.part, indices)
+
+    def rows_on(self, parts: str | Sequence[str]) -> Tensor | None:
+        """(n,) long indices of the points on the named parts, in row order (what `on`'s mask
+        selects), made on the device from `part_rows` without reading a tensor on the host
+        (indexing by a mask waits for the device to count it, `pinn.syncs`); None where
+        `part_rows` is unknown."""
+        parts = known_parts([parts] if isinstance(parts, str) else list(parts), self.part_names)
+        if self.part_rows is None:
+            return None
+        wanted = {self.part_names.index(name) for name in parts}
+        device = self.part.device
+        runs = [
+            torch.arange(start, stop, device=device)
+            for index, start, stop in self.part_rows
+            if index in wanted
+        ]
+        return torch.cat(runs) if runs else torch.zeros(0, dtype=torch.long, device=device)
 
 
 @dataclass(frozen=True)
@@ -240,7 +262,9 @@ class Domain:
         device: str | torch.device = "cpu",
     ) -> Tensor:
         """(n, d) points inside, drawn by `method` (uniform, sobol or lhs) from `generator`."""
-        return onto(self.interior_float64(n, generator, method), dtype, device)
+        with on_host():  # float64 on the CPU, then one copy that does not wait
+            drawn = self.interior_float64(n, generator, method)
+        return onto(drawn, dtype, device)
 
     def interior_float64(self, n: int, generator: torch.Generator, method: str) -> Tensor:
         """(n, d) interior points in float64 on the CPU: what `sample_interior` casts."""
@@ -272,20 +296,26 @@ class Domain:
         check_method(method)
         measures = self._piece_measures
         counts = self._piece_counts(n)
-        points, normals, parts = [], [], []
-        for piece, count, measure in zip(self.pieces, counts, measures):
-            if measure == 0:
-                continue
-            on_piece, normal = self._draw_piece(piece, count, measure, generator, method)
-            points.append(on_piece)
-            normals.append(normal)
-            parts.append(torch.full((count,), self.part_names.index(piece.name)))
+        points, normals, parts, rows = [], [], [], []
+        with on_host():  # float64 on the CPU, then one copy each that does not wait
+            for piece, count, measure in zip(self.pieces, counts, measures):
+                if measure == 0:
+                    continue
+                on_piece, normal = self._draw_piece(piece, count, measure, generator, method)
+                points.append(on_piece)
+                normals.append(normal)
+                index = self.part_names.index(piece.name)
+                parts.append(torch.full((count,), index))
+                start = rows[-1][2] if rows else 0
+                rows.append((index, start, start + count))
+            points, normals, parts = torch.cat(points), torch.cat(normals), torch.cat(parts)
         return BoundaryPoints(
-            onto(torch.cat(points), dtype, device),
-            onto(torch.cat(normals), dtype, device),
-            onto(torch.cat(parts), torch.int64, device),
+            onto(points, dtype, device),
+            onto(normals, dtype, device),
+            onto(parts, torch.int64, device),
             self.part_names,
             self,
+            tuple(rows),
         )
 
     def share_boundary(self, n: int, parts: Sequence[str] | None = None) -> dict[str, int]:

@@ -29,6 +29,7 @@ import torch
 from pinn.derivatives.field import Field
 from pinn.errors import ConfigError, validating
 from pinn.geometry import BoundaryPoints, SpaceTime
+from pinn.geometry.domain import known_parts
 
 # A condition's value: a constant, or a function of the (n, d) points returning (n,).
 Value = float | Callable[[torch.Tensor], torch.Tensor]
@@ -348,7 +349,7 @@ class Periodic(Condition):
                 f"condition {self.name!r} needs boundary points that know their domain"
             )
         mask = select(first, boundary, self.name)
-        boundary.on(second)  # refuses an unknown name, listing the parts
+        known_parts([second], boundary.part_names)  # refuses an unknown name, listing the parts
         axis = domain.names.index(self.coordinate)
         corner = domain.upper if second.endswith("_max") else domain.lower
         mapped = boundary.points[mask].clone()
@@ -391,10 +392,13 @@ def on_the_time_faces(domain: object, conditions: Sequence[Condition]) -> list[s
 
 
 def select(on: Where, boundary: BoundaryPoints, name: str) -> torch.Tensor | slice:
-    """(N,) bool mask of the boundary points `on` selects; refuses an empty or bad selection.
+    """What indexes the boundary points `on` selects; refuses an empty or bad selection.
 
-    on="boundary" gives `slice(None)` instead, which indexes like an all-True mask without a copy
-    and without a count only known from the mask's values (which a compiled step cannot have).
+    on="boundary" gives `slice(None)`, which indexes like an all-True mask without a copy and
+    without a count only known from the mask's values (which a compiled step cannot have);
+    named parts give their (n,) long row indices (`BoundaryPoints.rows_on`: n is known on the
+    host, so neither indexing nor the check waits for the device); a predicate, or points whose
+    parts' rows are unknown, the (N,) bool mask.
     """
     if callable(on):
         mask = on(boundary.points)
@@ -409,14 +413,23 @@ def select(on: Where, boundary: BoundaryPoints, name: str) -> torch.Tensor | sli
     elif on == "boundary":
         return slice(None)
     else:
+        rows = boundary.rows_on(on)
+        if rows is not None:
+            if len(rows) == 0:
+                raise _selects_none(name, boundary)
+            return rows
         mask = boundary.on(on)
     if validating() and not mask.any():
-        raise ConfigError(
-            f"condition {name!r} selects none of the {boundary.points.shape[0]} boundary points; "
-            "draw more (problem.n_boundary, or aim some at it: problem.boundary_points) or "
-            "check where it holds"
-        )
+        raise _selects_none(name, boundary)
     return mask
+
+
+def _selects_none(name: str, boundary: BoundaryPoints) -> ConfigError:
+    return ConfigError(
+        f"condition {name!r} selects none of the {boundary.points.shape[0]} boundary points; "
+        "draw more (problem.n_boundary, or aim some at it: problem.boundary_points) or "
+        "check where it holds"
+    )
 
 
 def evaluate_value(

@@ -37,6 +37,7 @@ class Observations(Condition):
         _check_observations(points, values, out, name)
         self.points, self.values = points.detach(), values.detach()
         self.out, self.name = out, name
+        self._moved: tuple | None = None  # the last copy on a training dtype and device
 
     def boundary_parts(self, part_names: tuple[str, ...]) -> tuple[str, ...]:
         """None: observations hold at their own points."""
@@ -47,12 +48,23 @@ class Observations(Condition):
     ) -> torch.Tensor:
         """(M,) u - values at the observed points ((M m,) when values are (M, m))."""
         self._check_against(u)
-        like = dict(dtype=u.values.dtype, device=u.values.device)
-        points, values = self.points.to(**like), self.values.to(**like)
+        points, values = self.on(u.values.dtype, u.values.device)
         observed = (field_at or autograd_fields(u))(points, f"observations:{self.name}")
         if values.ndim == 1:
             return observed(self.out) - values
         return (observed.values - values).reshape(-1)
+
+    def on(self, dtype: torch.dtype, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        """The (M, d) points and the values in `dtype` on `device`: copied once and kept, not
+        at every step (on a GPU each copy from the host makes it wait, `pinn.syncs`). A new
+        `points` or `values` (a time window's share of them) is copied anew."""
+        moved = self._moved
+        same = moved is not None and moved[0] is self.points and moved[1] is self.values
+        if not (same and moved[2:4] == (dtype, device)):
+            points = self.points.to(dtype=dtype, device=device)
+            values = self.values.to(dtype=dtype, device=device)
+            self._moved = moved = (self.points, self.values, dtype, device, points, values)
+        return moved[4], moved[5]
 
     def _check_against(self, u: Field) -> None:
         """Refuse points of another dimension, or values for another number of outputs."""

@@ -109,15 +109,47 @@ class CompiledLoss:
         try:
             return self._compiled(*args)
         except Exception as error:  # torch._dynamo's and inductor's errors have no common base
-            reason = first_line(error) or type(error).__name__
-            self._compiled = None
-            if self.required:
-                raise ConfigError(
-                    f"trainer.compile=true: torch.compile could not compile the training step "
-                    f"({type(error).__name__}: {reason}); use trainer.compile=false"
-                ) from error
-            log.warning("training step not compiled, running eagerly: %s", reason)
+            self.fall_back(error)
             return self.eager(*args)
+
+    def with_backward(self, backward: Callable[[Any], None], *args: Any) -> Any:
+        """`self(*args)`, then `backward(result)`, both covered by the way back to eager.
+
+        torch compiles a graph's backward at its first call, so compiling can fail there, after
+        the forward ran: then (`required` apart, refused as a forward's failure is) the step
+        runs again eagerly, forward and `backward`. A compiled backward fails before any
+        gradient is accumulated (its parameters' gradients come out of it together), so
+        `backward` starts from the gradients as they were. Returns the result whose backward
+        ran.
+        """
+        result = self(*args)
+        if self._compiled is None:  # eager: this call's forward fell back, or an earlier one
+            backward(result)
+            return result
+        try:
+            backward(result)
+        except Exception as error:  # as in __call__: compiling errors have no common base
+            self.fall_back(error, "its backward")
+            result = self.eager(*args)
+            backward(result)
+        return result
+
+    def fall_back(self, error: Exception, where: str = "it") -> None:
+        """Go on eagerly from now on after `error` compiling the step (`where`: "it" or "its
+        backward"); with `required`, refuse in a ConfigError instead."""
+        reason = first_line(error) or type(error).__name__
+        self._compiled = None
+        if self.required:
+            raise ConfigError(
+                f"trainer.compile=true: torch.compile could not compile the training step"
+                f"{' (its backward)' if where != 'it' else ''} "
+                f"({type(error).__name__}: {reason}); use trainer.compile=false"
+            ) from error
+        log.warning(
+            "training step not compiled, running eagerly: %s%s",
+            reason,
+            " (compiling its backward)" if where != "it" else "",
+        )
 
 
 def _shapes(value: object) -> tuple:

@@ -54,6 +54,23 @@ class StepLoss:
             state.weights.update(terms, state.model.parameters(), step, state.world.average_)
         return terms, state.weights.total(terms)
 
+    def with_gradients(
+        self, batch: Batch, step: int | None = None
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        """`self(batch, step)` with `loss.backward()` done: the parameters' `.grad` hold this
+        process's gradients. A compiled step whose backward fails to compile runs again
+        eagerly (`CompiledLoss.with_backward`), as one whose forward fails does."""
+
+        def backward(result: tuple[dict[str, torch.Tensor], torch.Tensor]) -> None:
+            result[1].backward()
+
+        self._decide()
+        if self._compiled is not None:
+            return self._compiled.with_backward(backward, batch)
+        terms, loss = self(batch, step)
+        backward((terms, loss))
+        return terms, loss
+
     def reduce(
         self, terms: dict[str, torch.Tensor], loss: torch.Tensor, gradients: bool = False
     ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from pinn.errors import require_int, require_positive
+from pinn.errors import require_int, require_positive, trusting
 from pinn.settings import setting
 from pinn.training.optim.schedules import adam_schedule, check_schedule
 from pinn.training.phases.base import Phase
@@ -96,15 +96,18 @@ class AdamPhase(Phase):
             if point_weights is not None and local % point_weights.settings.every == 0:
                 point_weights.request()
             self.optimizer.zero_grad(set_to_none=True)
-            terms, loss = parts.loss(state.batch, step=local)
-            loss.backward()
+            # The phase's first step and each logged row check what only values show; the
+            # steps between them trust it and never wait on the device (`pinn.syncs`).
+            logged = local % state.settings.log_every == 0
+            with trusting(local != first and not logged):
+                terms, loss = parts.loss.with_gradients(state.batch, step=local)
             terms, loss = parts.loss.reduce(terms, loss, gradients=True)
             parts.watch.record(step, terms, loss)  # on the device: read at the next row or save
             if checkpoint_due:
                 parts.save(state, loss)
             if stopping:
                 parts.stop(state)
-            if local % state.settings.log_every == 0:  # from the phase's first step on
+            if logged:  # from the phase's first step on
                 parts.row(step, self.name, terms, loss, lr=self.optimizer.param_groups[0]["lr"])
             self.optimizer.step()
             self.scheduler.step()

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from pinn.errors import ConfigError, require_int
+from pinn.errors import ConfigError, require_int, trusting
 from pinn.training.phases.base import Phase
 
 if TYPE_CHECKING:
@@ -61,10 +61,11 @@ class QuasiNewtonPhase(Phase):
 
         def closure() -> tuple[torch.Tensor, tuple]:
             optimizer.zero_grad()
-            terms, loss = parts.loss(state.batch)
+            with trusting(checked["chunk"]):  # the chunk's first evaluation checks values
+                terms, loss = parts.loss.with_gradients(state.batch)
+            checked["chunk"] = True
             if causal is not None:  # the chunk's first evaluation set the weights: held from here
                 causal.freeze()
-            loss.backward()
             terms, loss = parts.loss.reduce(terms, loss, gradients=True)
             parts.watch.require_finite(terms, loss, state.step, self.name)
             # The causal weights travel with the terms: the line search may take an earlier try.
@@ -72,6 +73,7 @@ class QuasiNewtonPhase(Phase):
             return loss, (detached, causal and causal.seen())
 
         last = {}
+        checked = {"chunk": False}  # whether this chunk's first evaluation has run
 
         def on_iteration(loss: torch.Tensor, info: tuple) -> None:
             # The model is at this iteration's parameters and `loss` is theirs (no extra
@@ -92,6 +94,7 @@ class QuasiNewtonPhase(Phase):
             # large). They are recomputed here, so the loss may jump, as with new points, new
             # point weights (updated by the chunk's first evaluation) or refined points.
             n, redrawn = self.redraw_if_due(state, every, n)
+            checked["chunk"] = False
             if causal is not None:
                 causal.thaw()
             if causal is not None or redrawn:
