@@ -33,7 +33,7 @@ from pinn.derivatives.univariate import (
     taylor_derivatives,
     univariate_supported,
 )
-from pinn.errors import ConfigError, validating
+from pinn.errors import ConfigError
 from pinn.syncs import device_constant
 
 if TYPE_CHECKING:  # the estimator module builds on the public functions, which build on this
@@ -240,7 +240,7 @@ class TaylorField(Field):
         return False
 
     def _fallback(self) -> Field:
-        if not validating():
+        if torch.compiler.is_compiling():
             raise ConfigError(
                 "the residual asked for a derivative its first step did not ask for, and a "
                 "compiled step computes only the planned ones; set trainer.compile=false"

@@ -27,7 +27,7 @@ from typing import Protocol
 import torch
 
 from pinn.derivatives.univariate import check_order
-from pinn.errors import ConfigError, IndexOutOfRangeError, UnknownNameError, validating
+from pinn.errors import ConfigError, IndexOutOfRangeError, UnknownNameError
 
 Model = Callable[[torch.Tensor], torch.Tensor]
 
@@ -99,7 +99,8 @@ class Field:
         self.laplacian_inputs = None if laplacian_inputs is None else tuple(laplacian_inputs)
         # Differentiable copies of the points, for autograd; not in a compiled step, which
         # holds only planned Taylor fields (their values need no graph back to the points).
-        self.x = x.detach().requires_grad_(True) if validating() else x.detach()
+        compiling = torch.compiler.is_compiling()
+        self.x = x.detach() if compiling else x.detach().requires_grad_(True)
         self.requests = Requests()
         self.estimator = estimator
         self._drawn: tuple[torch.Tensor, float] | None = None  # the estimator's directions

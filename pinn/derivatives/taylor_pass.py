@@ -38,7 +38,7 @@ from pinn.derivatives.dependencies import carrying_nodes, needed_nodes, on_value
 from pinn.derivatives.orders import Diagonal, Order
 from pinn.derivatives.rules import Terms, carries_series, rule_for
 from pinn.derivatives.series import Univariate
-from pinn.errors import PinnError, first_line, validating
+from pinn.errors import PinnError, first_line
 
 Tensor = torch.Tensor
 
@@ -202,7 +202,7 @@ def _output_terms(output: object, x: Tensor, first: Tensor, order: Order) -> Ter
     value = value.clone() if value is x else value
     out_first = out_first.expand(out_first.shape[0], *value.shape)
     # (Compiled, always a copy: a traced graph cannot compare data pointers; the copy fuses.)
-    aliased = not validating() or _same_memory(out_first, first)
+    aliased = torch.compiler.is_compiling() or _same_memory(out_first, first)
     out_first = out_first.clone() if aliased else out_first
     if second is None:
         second = value.new_zeros(order.rows, *value.shape)

@@ -29,6 +29,7 @@ import torch
 
 from pinn.errors import ConfigError, TrainingDiverged, is_finite_number, require_int
 from pinn.settings import setting
+from pinn.syncs import on_host
 
 REFINEMENTS = ("none", "rar", "rad")
 _MAX_CATEGORIES = 2**24  # torch.multinomial draws from at most this many candidates
@@ -127,7 +128,9 @@ def residual_magnitude(residual: torch.Tensor | Mapping[str, torch.Tensor]) -> t
 def evaluate(
     residual: Callable[[torch.Tensor], torch.Tensor], points: torch.Tensor, chunk: int
 ) -> torch.Tensor:
-    """(M,) float64 CPU |residual(x)| at the (M, d) points, computed `chunk` points at a time.
+    """(M,) float64 CPU |residual(x)| at the (M, d) points, computed `chunk` points at a time
+    and copied to the host at once: a refinement's one wait for the device (`pinn.syncs`), as
+    the candidates are chosen on the host, by the sampler's generator.
 
     Raises:
         ValueError: `residual` does not map (m, d) points to an (m,) tensor.
@@ -142,9 +145,10 @@ def evaluate(
                 f"the refinement residual must map ({len(part)}, d) points to ({len(part)},) "
                 f"residuals, got {shape}; reduce a system's residual with residual_magnitude"
             )
-        magnitudes.append(value.detach().abs().to(device="cpu", dtype=torch.float64))
-    magnitude = torch.cat(magnitudes)
-    bad = int((~torch.isfinite(magnitude)).sum())
+        magnitudes.append(value.detach().abs())
+    magnitude = torch.cat(magnitudes).cpu().to(torch.float64)
+    with on_host():
+        bad = int((~torch.isfinite(magnitude)).sum())
     if bad:
         raise TrainingDiverged(
             f"the residual is NaN or infinite at {bad} of {len(magnitude)} refinement "

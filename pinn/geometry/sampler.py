@@ -22,7 +22,8 @@ import torch
 from pinn.errors import CheckpointError, ConfigError, require_int
 from pinn.geometry.domain import BoundaryPoints, Domain
 from pinn.geometry.refinement import Refinement, evaluate
-from pinn.geometry.sampling import check_method
+from pinn.geometry.sampling import check_method, onto
+from pinn.syncs import on_host
 
 log = logging.getLogger(__name__)
 
@@ -110,8 +111,10 @@ class PointSampler:
         candidates = self.domain.sample_interior(
             self.refinement.candidates, self.generator, **options
         )
-        magnitude = evaluate(residual, candidates, chunk=self.n_interior)
-        interior = candidates[self.refinement.select(magnitude, self.n_interior, self.generator)]
+        magnitude = evaluate(residual, candidates, chunk=self.n_interior)  # on the host
+        with on_host():
+            chosen = self.refinement.select(magnitude, self.n_interior, self.generator)
+        interior = candidates[onto(chosen, torch.int64, self.device)]
         if self.refinement.method == "rar":
             self._added = torch.cat([self._added, interior])
             interior = torch.cat([self._drawn.interior, self._added])

@@ -223,3 +223,65 @@ def test_auto_leaves_a_model_of_a_large_traced_graph_eager(caplog, monkeypatch):
     assert "residual engine: taylor" in caplog.text
     assert "training step: eager (auto: not compiled, the model's traced graph has" in caplog.text
     assert "more than the 100 torch.compile handles" in caplog.text
+
+
+class _FailsBackward(torch.autograd.Function):
+    """The identity, whose backward fails as a compiled backward that cannot compile does
+    (torch compiles a graph's backward at its first call, after the forward ran)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise RuntimeError("backward compiler failed (simulated)")
+
+
+def _compile_with_failing_backward(function, **options):
+    """What torch.compile gives, as the tests see it: the loss of `function`, whose backward
+    fails."""
+
+    def compiled(*args):
+        terms, loss = function(*args)
+        return terms, _FailsBackward.apply(loss)
+
+    return compiled
+
+
+def test_a_backward_that_cannot_compile_runs_the_step_eagerly(caplog):
+    def loss_of(x):
+        return {"square": (x * x).sum()}, (3 * x).sum()
+
+    x = torch.ones(3, requires_grad=True)
+    compiled = CompiledLoss(loss_of, required=False)
+    compiled._compiled = _compile_with_failing_backward(loss_of)  # compiled; its backward fails
+    with caplog.at_level(logging.WARNING, logger="pinn"):
+        terms, loss = compiled.with_backward(lambda result: result[1].backward(), x)
+    assert not compiled.active
+    assert torch.equal(x.grad, torch.full((3,), 3.0))  # once: the failed backward added nothing
+    assert "training step not compiled, running eagerly: backward compiler failed" in caplog.text
+    assert "(compiling its backward)" in caplog.text
+    required = CompiledLoss(loss_of, required=True)
+    required._compiled = _compile_with_failing_backward(loss_of)
+    with pytest.raises(ConfigError, match=r"could not compile the training step \(its backward\)"):
+        required.with_backward(lambda result: result[1].backward(), x)
+
+
+def test_a_run_whose_backward_cannot_compile_trains_as_the_eager_one(caplog, monkeypatch):
+    from pinn.training import compiling
+
+    monkeypatch.setattr(compiling.torch, "compile", _compile_with_failing_backward)
+    monkeypatch.setitem(compiling.AUTO_MIN_STEPS, "cpu", 1)  # 12 steps repay compiling
+    with caplog.at_level(logging.INFO, logger="pinn"):
+        fallen = small_fit("auto", steps=12)
+    assert "training step: compiled (auto: 12 Adam steps on cpu" in caplog.text
+    assert "running eagerly: backward compiler failed (simulated)" in caplog.text
+    eager = small_fit("false", steps=12)
+
+    def untimed(history):
+        return [{k: v for k, v in row.items() if k != "time_s"} for row in history]
+
+    assert untimed(fallen.history) == untimed(eager.history)
+    with pytest.raises(ConfigError, match=r"\(its backward\)"):
+        small_fit("true", steps=12)

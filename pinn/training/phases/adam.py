@@ -81,12 +81,17 @@ class AdamPhase(Phase):
         point_weights = state.point_weights  # RBA's weights (pinn.problem.point_weights)
         for local in range(first, settings.steps):
             step = start + local
+            # The phase's first step and each logged row check what only values show; the
+            # steps between them trust it and never wait on the device (`pinn.syncs`).
+            logged = local % state.settings.log_every == 0
+            trusted = local != first and not logged
             # Fresh points every `resample_every` steps, then refined where the residual is
             # large; the first step uses the points drawn (or restored with the checkpoint).
             if local > first and self.due(local, settings.resample_every):
                 state.batch = state.points.draw()
             if local > first and self.due(local, settings.refine_every):
-                state.batch = state.points.refine(state.refine_by)
+                with trusting(trusted):  # waits once, for the candidates' residuals
+                    state.batch = state.points.refine(state.refine_by)
             # A signal (Ctrl-C, SIGTERM) since the last step: this step's checkpoint, then stop.
             stopping = parts.interrupts.requested()
             checkpoint_due = stopping or parts.checkpoints.due(step)
@@ -96,10 +101,7 @@ class AdamPhase(Phase):
             if point_weights is not None and local % point_weights.settings.every == 0:
                 point_weights.request()
             self.optimizer.zero_grad(set_to_none=True)
-            # The phase's first step and each logged row check what only values show; the
-            # steps between them trust it and never wait on the device (`pinn.syncs`).
-            logged = local % state.settings.log_every == 0
-            with trusting(local != first and not logged):
+            with trusting(trusted):
                 terms, loss = parts.loss.with_gradients(state.batch, step=local)
             terms, loss = parts.loss.reduce(terms, loss, gradients=True)
             parts.watch.record(step, terms, loss)  # on the device: read at the next row or save
