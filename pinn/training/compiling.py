@@ -27,7 +27,9 @@ import torch
 
 from pinn.errors import ConfigError, first_line
 
-COMPILE = ("auto", "true", "false")
+COMPILE = ("auto", "true", "false", "reduce-overhead")
+# The settings that compile whatever the run's length, and refuse what cannot compile.
+FORCED = ("true", "reduce-overhead")
 # `auto` compiles from this many Adam steps on: compiling the step takes 10-40 s on a small
 # CPU with a cold cache (`benchmarks/seed_config.py`), which a 2-3 ms saving a step repays
 # after some ten thousand steps; on a GPU the launch overhead it removes is larger.
@@ -36,15 +38,35 @@ log = logging.getLogger("pinn")
 
 
 def check_compile(value: Any) -> str:
-    """`trainer.compile` as "auto", "true" or "false" (YAML's booleans accepted, also as the
-    strings "True" and "False" a typed config makes of them)."""
+    """`trainer.compile` as "auto", "true", "false" or "reduce-overhead" (YAML's booleans
+    accepted, also as the strings "True" and "False" a typed config makes of them)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if value in ("True", "False"):
         return value.lower()
     if value not in COMPILE:
-        raise ConfigError(f"trainer.compile must be one of auto, true, false; got {value!r}")
+        raise ConfigError(f"trainer.compile must be one of {', '.join(COMPILE)}; got {value!r}")
     return value
+
+
+def compile_mode(setting: str, device: torch.device) -> str | None:
+    """torch.compile's `mode` for `trainer.compile` = setting on `device`.
+
+    "reduce-overhead" records the compiled step as CUDA graphs (one launch replays every
+    kernel of the step: what a small network's step, launch-bound on a GPU, needs). CUDA graphs
+    exist only on cuda: on any other device the step is compiled without them (mode None,
+    as `trainer.compile=true`), and the run logs that it did.
+    """
+    if setting != "reduce-overhead":
+        return None
+    if device.type != "cuda":
+        log.warning(
+            "trainer.compile=reduce-overhead records CUDA graphs, which need a cuda device; on "
+            "%s the step is compiled without them (as trainer.compile=true)",
+            device.type,
+        )
+        return None
+    return "reduce-overhead"
 
 
 def compile_decision(
@@ -58,14 +80,14 @@ def compile_decision(
     if setting == "false":
         return False, "trainer.compile=false"
     if blockers:
-        if setting == "true":
+        if setting in FORCED:
             raise ConfigError(
-                f"trainer.compile=true cannot compile this run: {'; '.join(blockers)}. "
+                f"trainer.compile={setting} cannot compile this run: {'; '.join(blockers)}. "
                 "Use trainer.compile=auto or false"
             )
         return False, f"auto: not compiled, {'; '.join(blockers)}"
-    if setting == "true":
-        return True, "trainer.compile=true"
+    if setting in FORCED:
+        return True, f"trainer.compile={setting}"
     least = AUTO_MIN_STEPS.get(device.type, AUTO_MIN_STEPS["cuda"])
     if steps < least:
         return (
@@ -84,10 +106,11 @@ class CompiledLoss:
     why; otherwise the run logs why and goes on eagerly. Nothing of the step has run by then.
     """
 
-    def __init__(self, loss_of: Callable, required: bool):
-        self.eager, self.required = loss_of, required
+    def __init__(self, loss_of: Callable, required: bool, mode: str | None = None):
+        self.eager, self.required, self.mode = loss_of, required, mode
         # Static shapes: a training step's batch keeps its shape; another shape compiles anew.
-        compiled = torch.compile(_own_code(loss_of), fullgraph=True, dynamic=False)
+        options = {} if mode is None else {"mode": mode}
+        compiled = torch.compile(_own_code(loss_of), fullgraph=True, dynamic=False, **options)
         self._compiled: Callable | None = compiled
         self._warm: set[tuple] = set()  # the shapes of the arguments seen
 
@@ -107,10 +130,19 @@ class CompiledLoss:
                 self.eager(*args)
             self._warm.add(shapes)
         try:
-            return self._compiled(*args)
+            return self._run_compiled(*args)
         except Exception as error:  # torch._dynamo's and inductor's errors have no common base
             self.fall_back(error)
             return self.eager(*args)
+
+    def _run_compiled(self, *args: Any) -> Any:
+        """The compiled code's result. Recorded as CUDA graphs ("reduce-overhead"), each call
+        starts a new step, and the outputs, which the next replay overwrites, are copied (a
+        few numbers: the terms and the loss, which history rows and line searches keep)."""
+        if self.mode != "reduce-overhead":
+            return self._compiled(*args)
+        torch.compiler.cudagraph_mark_step_begin()
+        return torch.utils._pytree.tree_map_only(torch.Tensor, torch.clone, self._compiled(*args))
 
     def with_backward(self, backward: Callable[[Any], None], *args: Any) -> Any:
         """`self(*args)`, then `backward(result)`, both covered by the way back to eager.

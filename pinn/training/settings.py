@@ -74,10 +74,13 @@ class TrainSettings:
             updates and L-BFGS chunks.
         checkpoint_every: steps between checkpoints; 0 writes one only at the end.
         progress: show a tqdm progress bar.
-        compile: "auto", "true" or "false": compile each step's loss (Taylor passes,
-            residuals, conditions, weighted sum) and its backward with `torch.compile`
-            (`pinn.training.compiling`). "auto" compiles when the run allows it and is long
-            enough to repay the compile time; the run logs what it decided and why.
+        compile: "auto", "true", "false" or "reduce-overhead": compile each step's loss
+            (Taylor passes, residuals, conditions, weighted sum) and its backward with
+            `torch.compile` (`pinn.training.compiling`). "auto" compiles when the run allows it
+            and is long enough to repay the compile time; the run logs what it decided and
+            why. "reduce-overhead" compiles as "true" does and, on cuda, records the step as
+            CUDA graphs (for small networks, whose steps are launch-bound on a GPU); on another
+            device it compiles without them and says so.
     """
 
     phases: list[str] = setting(
@@ -120,7 +123,7 @@ class TrainSettings:
     compile: str = setting(
         "auto",
         "compile each step's loss with torch.compile: auto (long Adam runs that allow it), "
-        "true, false",
+        "true, false, reduce-overhead (true, and CUDA graphs on cuda)",
     )
 
     def __post_init__(self) -> None:

@@ -18,7 +18,7 @@ from pinn.geometry import Batch, residual_magnitude
 from pinn.problem.fields import problem_field
 from pinn.problem.loss import loss_terms
 from pinn.problem.problem import Problem
-from pinn.training.compiling import CompiledLoss, compile_decision
+from pinn.training.compiling import FORCED, CompiledLoss, compile_decision, compile_mode
 from pinn.training.state import RunState
 
 log = logging.getLogger("pinn")
@@ -115,10 +115,12 @@ class StepLoss:
                 f"pieces, say), more than the {AUTO_MAX_OPERATIONS} torch.compile handles in "
                 "minutes; trainer.compile=true compiles it anyway"
             )
-        compiled, why = compile_decision(setting, blockers, steps, state.batch.interior.device)
+        device = state.batch.interior.device
+        compiled, why = compile_decision(setting, blockers, steps, device)
         log.info("training step: %s (%s)", "compiled" if compiled else "eager", why)
         if compiled:
-            self._compiled = CompiledLoss(self._eager, setting == "true")
+            mode = compile_mode(setting, device)
+            self._compiled = CompiledLoss(self._eager, setting in FORCED, mode)
 
     @property
     def compiled(self) -> bool:

@@ -20,7 +20,7 @@ from pinn.problem import load_problem
 from pinn.problem.loss import loss_terms
 from pinn.problems.poisson import Poisson
 from pinn.run.build import build_model
-from pinn.training.compiling import CompiledLoss, check_compile, compile_decision
+from pinn.training.compiling import CompiledLoss, check_compile, compile_decision, compile_mode
 from pinn.training.strategies.weighting import LossWeights
 
 # torch.compile's CPU code is C++: without a compiler these tests have nothing to compile with.
@@ -176,7 +176,8 @@ def test_compile_setting_takes_yaml_booleans(value, normalised):
 
 def test_compile_setting_refuses_other_values():
     with pytest.raises(
-        ConfigError, match="trainer.compile must be one of auto, true, false; got 'yes'"
+        ConfigError,
+        match="trainer.compile must be one of auto, true, false, reduce-overhead; got 'yes'",
     ):
         TrainSettings(compile="yes")
 
@@ -285,3 +286,51 @@ def test_a_run_whose_backward_cannot_compile_trains_as_the_eager_one(caplog, mon
     assert untimed(fallen.history) == untimed(eager.history)
     with pytest.raises(ConfigError, match=r"\(its backward\)"):
         small_fit("true", steps=12)
+
+
+def _recording_compile(calls):
+    """A stand-in for torch.compile that records its options and compiles nothing."""
+
+    def compile(function, **options):
+        calls.append(options)
+        return function
+
+    return compile
+
+
+def test_reduce_overhead_compiles_without_cuda_graphs_on_the_cpu_and_says_so(caplog, monkeypatch):
+    from pinn.training import compiling
+
+    calls = []
+    monkeypatch.setattr(compiling.torch, "compile", _recording_compile(calls))
+    with caplog.at_level(logging.INFO, logger="pinn"):
+        small_fit("reduce-overhead", steps=3)
+    assert "training step: compiled (trainer.compile=reduce-overhead)" in caplog.text
+    assert "which need a cuda device; on cpu the step is compiled without them" in caplog.text
+    assert calls == [{"fullgraph": True, "dynamic": False}]  # no mode: plain compile
+    assert compile_mode("reduce-overhead", torch.device("cuda")) == "reduce-overhead"
+    assert compile_mode("true", torch.device("cuda")) is None
+    assert check_compile("reduce-overhead") == "reduce-overhead"
+
+
+def test_reduce_overhead_refuses_what_cannot_compile_as_true_does():
+    with pytest.raises(ConfigError, match="trainer.compile=reduce-overhead cannot compile"):
+        small_fit("reduce-overhead", steps=3, weighting="lra")
+
+
+def test_cuda_graph_outputs_are_copied_before_the_next_replay_overwrites_them(monkeypatch):
+    from pinn.training import compiling
+
+    calls = []
+    monkeypatch.setattr(compiling.torch, "compile", _recording_compile(calls))
+    kept = {}
+
+    def loss_of(x):
+        kept["loss"] = (3 * x).sum()
+        return {"term": kept["loss"]}, kept["loss"]
+
+    compiled = CompiledLoss(loss_of, required=True, mode="reduce-overhead")
+    assert calls == [{"fullgraph": True, "dynamic": False, "mode": "reduce-overhead"}]
+    terms, loss = compiled(torch.ones(3))
+    assert loss is not kept["loss"] and terms["term"] is not kept["loss"]
+    assert loss.item() == 9.0
