@@ -20,6 +20,16 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ["OMP_NUM_THREADS"] = "1"
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `gpu` are skipped, saying why, where torch sees no CUDA GPU."""
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (torch.cuda.is_available() is false)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
 @pytest.fixture
 def generator() -> torch.Generator:
     """A CPU `torch.Generator` with a fixed seed, fresh for every test."""

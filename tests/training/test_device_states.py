@@ -1,6 +1,7 @@
 """A quasi-Newton state read from a checkpoint (always loaded on the CPU) lands on the device and
 dtype of the parameters it is loaded into: L-BFGS's curvature pairs, BFGS's float64 inverse
-Hessian. The `meta` device stands in for a GPU: a tensor left on the CPU shows at once."""
+Hessian. The `meta` device stands in for a GPU: a tensor left on the CPU shows at once; the
+cuda cases are marked `gpu`."""
 
 import pytest
 import torch
@@ -8,6 +9,9 @@ import torch
 from pinn.training.optim.bfgs import BFGS
 from pinn.training.optim.lbfgs import LBFGS
 from pinn.training.phases import BFGSSettings, LBFGSSettings
+
+# meta stands in for a GPU on any machine; cuda itself where there is one.
+DEVICES = ["cpu", "meta", pytest.param("cuda", marks=pytest.mark.gpu)]
 
 
 def quadratic_state(optimizer_type, settings, dtype):
@@ -38,7 +42,7 @@ def state_tensors(state):
 
 
 @pytest.mark.parametrize("saved_dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("device", ["cpu", "meta"])
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_lbfgs_memory_lands_on_the_parameters_device_and_dtype(saved_dtype, device, dtype):
     state = quadratic_state(LBFGS, LBFGSSettings(), saved_dtype)
@@ -53,7 +57,7 @@ def test_lbfgs_memory_lands_on_the_parameters_device_and_dtype(saved_dtype, devi
 
 
 @pytest.mark.parametrize("saved_dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("device", ["cpu", "meta"])
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_bfgs_inverse_hessian_lands_on_the_parameters_device_in_float64(saved_dtype, device, dtype):
     state = quadratic_state(BFGS, BFGSSettings(), saved_dtype)

@@ -81,7 +81,7 @@ def test_what_does_not_wait_is_not_counted():
 # ---- Adam steps -----------------------------------------------------------------------------
 
 
-def syncs_per_step(problem, monkeypatch, refinement=None, **adam):
+def syncs_per_step(problem, monkeypatch, refinement=None, device="cpu", **adam):
     """[Counter of the syncs of each Adam step] of a short float32 fit of `problem`."""
     model = MLP(
         len(problem.domain.lower),
@@ -90,9 +90,10 @@ def syncs_per_step(problem, monkeypatch, refinement=None, **adam):
         2,
         inputs=InputOptions(lower=problem.domain.lower, upper=problem.domain.upper),
         generator=torch.Generator().manual_seed(0),
-    )
+    ).to(device)
+    generator = torch.Generator().manual_seed(1)
     points = PointSampler(
-        problem.domain, 64, 32, "sobol", torch.Generator().manual_seed(1), refinement=refinement
+        problem.domain, 64, 32, "sobol", generator, device=device, refinement=refinement
     )
     settings = TrainSettings(
         adam={"steps": STEPS, **adam}, lbfgs={"steps": 0}, log_every=LOG_EVERY, progress=False
