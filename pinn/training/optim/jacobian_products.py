@@ -72,7 +72,7 @@ class MatrixFreeJacobian:
                 "(made with gradients enabled)"
             )
         self.rows, self.params, self.dtype = rows, list(params), dtype
-        self._made_at = [p.detach().clone() for p in self.params]
+        self._made_at = self._flat([p.detach() for p in self.params]).clone()
         self.shape = (rows.numel(), sum(p.numel() for p in self.params))
         self._dual: torch.Tensor | None = None
         self._transposed: list[torch.Tensor] = []
@@ -115,8 +115,9 @@ class MatrixFreeJacobian:
     def _require_unmoved(self) -> None:
         """The graph's backward reads the parameters' storage: refuse products once they hold
         other values than the rows were made at (writes through `.data` escape autograd's own
-        check)."""
-        if not all(torch.equal(p, made) for p, made in zip(self.params, self._made_at)):
+        check). One comparison of all of them: one wait for the device per product, not one
+        per parameter tensor (`pinn.syncs`)."""
+        if not torch.equal(self._flat([p.detach() for p in self.params]), self._made_at):
             raise RuntimeError(
                 "the parameters moved since these rows were made: their matrix-free Jacobian "
                 "is that of the old values; evaluate the rows again"

@@ -77,27 +77,31 @@ class LBFGS(QuasiNewton):
         ]
 
     def _direction(self, grad: torch.Tensor) -> torch.Tensor:
-        """-H grad by the two-loop recursion; -grad when the memory's direction is no descent."""
+        """-H grad by the two-loop recursion; -grad when the memory's direction is no descent.
+
+        The coefficients stay on the device (0-d tensors): the recursion reads one number on
+        the host, whether the direction descends, not two per curvature pair (`pinn.syncs`)."""
         direction = grad.neg()
         coefficients = []
         for s, y in reversed(self.memory):
             a = s.dot(direction) / s.dot(y)
-            direction.sub_(y, alpha=a.item())
+            direction.addcmul_(y, a, value=-1)
             coefficients.append(a)
         if self.memory:
             s, y = self.memory[-1]
-            direction.mul_((s.dot(y) / y.dot(y)).item())  # the newest pair's scale
+            direction.mul_(s.dot(y) / y.dot(y))  # the newest pair's scale
         for (s, y), a in zip(self.memory, reversed(coefficients)):
             b = y.dot(direction) / s.dot(y)
-            direction.add_(s, alpha=(a - b).item())
+            direction.addcmul_(s, a - b)
         if direction.dot(grad).item() >= 0:  # rounding broke the memory: start it afresh
             self.memory.clear()
             return grad.neg()
         return direction
 
     def _remember(self, here: Trial, found: Trial) -> None:
-        """Keep the pair when its curvature is positive beyond rounding, relative to its scale."""
+        """Keep the pair when its curvature is positive beyond rounding, relative to its scale
+        (one number read on the host)."""
         s, y = found.params - here.params, found.grad - here.grad
-        if s.dot(y).item() > torch.finfo(s.dtype).eps * y.dot(y).item():
+        if (s.dot(y) > torch.finfo(s.dtype).eps * y.dot(y)).item():
             self.memory.append((s, y))
             del self.memory[: -self.history_size]
