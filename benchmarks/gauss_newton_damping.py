@@ -69,14 +69,21 @@ def main() -> None:
     parser.add_argument("--unweighted", action="store_true", help="every loss weight 1")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--adapt", action="store_true", help="also with adapt_damping")
+    parser.add_argument("--device", default="cpu", help="torch device: cpu, cuda")
     args = parser.parse_args()
-    run = pinn.load_run(args.run_dir)
+    run = pinn.load_run(args.run_dir, device=args.device)
     generator = torch.Generator().manual_seed(args.seed)
     dtype = next(run.model.parameters()).dtype
     boundary = run.config.problem.n_boundary if args.boundary is None else args.boundary
     weights = {} if args.unweighted else dict(run.config.problem.get("weights") or {})
     sampler = PointSampler(
-        run.problem.domain, args.points, boundary, "sobol", generator, dtype=dtype
+        run.problem.domain,
+        args.points,
+        boundary,
+        "sobol",
+        generator,
+        dtype=dtype,
+        device=args.device,
     )
     batch, fresh = sampler.draw(), sampler.draw()  # the second: points never trained on
     print(

@@ -48,14 +48,19 @@ def resident_mb() -> float:
     return float("nan")
 
 
-def one_iteration(width: int, solver: str, points: int, cg_iterations: int) -> dict:
-    """Time and added peak memory of one iteration (run in a process of its own)."""
+def one_iteration(
+    width: int, solver: str, points: int, cg_iterations: int, device: str = "cpu"
+) -> dict:
+    """Time and added peak memory of one iteration (run in a process of its own); on cuda the
+    peak is the device's (torch.cuda.max_memory_allocated), elsewhere the process's."""
     torch.set_num_threads(2)
     generator = torch.Generator().manual_seed(0)
     problem = Poisson()
     network = MLP(2, 1, width=width, depth=3, generator=generator).double()
-    model = HardConstraint(network, problem.hard_constraint)
-    sampler = PointSampler(problem.domain, points, 4, "sobol", generator, dtype=torch.float64)
+    model = HardConstraint(network, problem.hard_constraint).to(device)
+    sampler = PointSampler(
+        problem.domain, points, 4, "sobol", generator, dtype=torch.float64, device=device
+    )
     batch = sampler.draw()
     engine = Engine("taylor", model, probe=batch.interior[:2], announce=False)
     rows_of = ResidualRows(problem, model, engine)
@@ -70,11 +75,20 @@ def one_iteration(width: int, solver: str, points: int, cg_iterations: int) -> d
     )  # damping 1e-8 and a 12-length search: the phase's defaults
     optimizer = LevenbergMarquardt(params, settings)
     evaluate(False)  # warm: the Taylor trace and the first allocations
-    before = resident_mb()
+    on_cuda = torch.device(device).type == "cuda"
+    if on_cuda:
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+    before = torch.cuda.memory_allocated(device) / 2**20 if on_cuda else resident_mb()
     start = time.perf_counter()
     optimizer.step(evaluate)
+    if on_cuda:
+        torch.cuda.synchronize(device)
     seconds = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
+    if on_cuda:
+        peak = torch.cuda.max_memory_allocated(device) / 2**20
+    else:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
     count = sum(p.numel() for p in params)
     return {
         "width": width,
@@ -91,13 +105,15 @@ def main() -> None:
     parser.add_argument("--widths", type=int, nargs="+", default=[32, 64, 128, 256])
     parser.add_argument("--points", type=int, default=2000)
     parser.add_argument("--cg-iterations", type=int, default=100)
+    parser.add_argument("--device", default="cpu", help="torch device: cpu, cuda")
     parser.add_argument("--one", nargs=2, metavar=("WIDTH", "SOLVER"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         width, solver = int(args.one[0]), args.one[1]
-        print(json.dumps(one_iteration(width, solver, args.points, args.cg_iterations)))
+        result = one_iteration(width, solver, args.points, args.cg_iterations, args.device)
+        print(json.dumps(result))
         return
-    print(f"Poisson, 3 hidden tanh layers, {args.points} points, float64, 2 threads; one")
+    print(f"Poisson, 3 hidden tanh layers, {args.points} points, float64, {args.device}; one")
     print(f"Levenberg-Marquardt iteration each, cg at most {args.cg_iterations} products\n")
     print("| width | P | solver | s / iteration | peak added (MB) | dense J (MB) |")
     print("| ---: | ---: | --- | ---: | ---: | ---: |")
@@ -105,6 +121,7 @@ def main() -> None:
         for solver in ("dense", "cg"):
             command = [sys.executable, __file__, "--one", str(width), solver]
             command += ["--points", str(args.points), "--cg-iterations", str(args.cg_iterations)]
+            command += ["--device", args.device]
             done = subprocess.run(command, capture_output=True, text=True)
             if done.returncode != 0:
                 last = (done.stderr.strip().splitlines() or ["killed"])[-1]

@@ -57,11 +57,14 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--device", default="cpu", help="torch device: cpu, cuda")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     extra = [f"trainer.adam.steps={args.steps}", f"threads={torch.get_num_threads()}"]
-    print(f"# torch {torch.__version__}, threads {torch.get_num_threads()}, {args.steps} steps\n")
+    extra.append(f"device={args.device}")
+    threads = torch.get_num_threads()
+    print(f"# torch {torch.__version__}, {args.device}, threads {threads}, {args.steps} steps\n")
     print("| boundary | s | rel_l2 | time / soft |")
     print("| --- | ---: | ---: | ---: |")
     results = {name: timed_run(COMMON + extra + variant) for name, variant in VARIANTS.items()}

@@ -2,7 +2,7 @@
 that a stochastic Laplacian puts under the loss of the exact solution.
 
     python -m pinn problem=poisson_highd hydra.run.dir=outputs/highd
-    python benchmarks/highd_error_parts.py outputs/highd
+    python benchmarks/highd_error_parts.py outputs/highd [--device cuda]
 
 The run's u = (1 - |x|²) N; its error is written e_N = (u - u_exact) / (1 - |x|²) (points with
 1 - |x|² > 0.05). The table gives the share of e_N's variance left unexplained, on held-out
@@ -18,7 +18,7 @@ training that lands below it has found a function the stochastic loss prefers to
 
 from __future__ import annotations
 
-import sys
+import argparse
 
 import torch
 from torch.func import hessian, vmap
@@ -41,8 +41,8 @@ def polynomial_features(x: torch.Tensor) -> dict[str, torch.Tensor]:
     }
 
 
-def error_parts(run_dir: str, count: int = 40000) -> None:
-    run = load_run(run_dir)
+def error_parts(run_dir: str, count: int = 40000, device: str = "cpu") -> None:
+    run = load_run(run_dir, device=device)
     problem = run.problem
     dim = problem.domain.dim
     x = run_draw(problem, count, seed=5)
@@ -96,7 +96,13 @@ def stochastic_floor(run, problem, dim: int, count: int = 400) -> None:
     )
 
 
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("run_dir", help="a finished poisson_highd run's directory")
+    parser.add_argument("--device", default="cpu", help="where the network runs: cpu, cuda")
+    args = parser.parse_args(argv)
+    error_parts(args.run_dir, device=args.device)
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    error_parts(sys.argv[1])
+    main()

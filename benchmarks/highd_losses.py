@@ -39,14 +39,22 @@ def default_model(problem: PoissonHighD, seed: int) -> torch.nn.Module:
     return build_model(problem, cfg.model, seed).float()
 
 
-def train(loss_name: str, dim: int, steps: int, seed: int = 0) -> tuple[float, float, float]:
+def train(
+    loss_name: str, dim: int, steps: int, seed: int = 0, device: str = "cpu"
+) -> tuple[float, float, float]:
     """(final loss, rel_l2, seconds) of `steps` Adam steps with the loss `loss_name`."""
     torch.manual_seed(seed)
     problem = PoissonHighD(dim=dim, coefficient_seed=seed)
-    model = default_model(problem, seed)
-    sampler_seed, direction_seed = torch.Generator(), torch.Generator()
+    model = default_model(problem, seed).to(device)
+    sampler_seed, direction_seed = torch.Generator(), torch.Generator()  # the same draws anywhere
     points = pinn.PointSampler(
-        problem.domain, 100, 1, "uniform", sampler_seed.manual_seed(seed + 1), torch.float32
+        problem.domain,
+        100,
+        1,
+        "uniform",
+        sampler_seed.manual_seed(seed + 1),
+        torch.float32,
+        device=device,
     )
     directions = direction_seed.manual_seed(seed + 2)
     optimiser = torch.optim.Adam(model.parameters(), lr=1e-3)
@@ -68,27 +76,31 @@ def train(loss_name: str, dim: int, steps: int, seed: int = 0) -> tuple[float, f
         loss.backward()
         optimiser.step()
         schedule.step()
+    loss = loss.item()  # waits for the last step (on a GPU)
     seconds = time.perf_counter() - start
-    error = pinn.Validator(problem, dtype=torch.float32).errors(model)["rel_l2"]
-    return loss.item(), error, seconds
+    error = pinn.Validator(problem, dtype=torch.float32, device=device).errors(model)["rel_l2"]
+    return loss, error, seconds
 
 
-def losses(dim: int, steps: int) -> None:
-    print(f"d = {dim}, {steps} Adam steps, seed 0\n")
+def losses(dim: int, steps: int, device: str = "cpu") -> None:
+    print(f"d = {dim}, {steps} Adam steps, seed 0, {device}\n")
     print("| loss | final loss | rel_l2 | s |\n| --- | ---: | ---: | ---: |")
     for name in ("square", "product"):
-        loss, error, seconds = train(name, dim, steps)
+        loss, error, seconds = train(name, dim, steps, device=device)
         print(f"| {name} | {loss:.3g} | {error:.3e} | {seconds:.0f} |", flush=True)
 
 
-def gauss_newton(run_dir: str, points: int, iterations: int, dampings: list[float]) -> None:
+def gauss_newton(
+    run_dir: str, points: int, iterations: int, dampings: list[float], device: str = "cpu"
+) -> None:
     for damping in dampings:
-        run = pinn.load_run(run_dir)
+        run = pinn.load_run(run_dir, device=device)
         problem, model = run.problem, run.model
-        validator = pinn.Validator(problem, dtype=torch.float32)
+        validator = pinn.Validator(problem, dtype=torch.float32, device=device)
         before = validator.errors(model)["rel_l2"]
+        generator = torch.Generator().manual_seed(5)
         sampler = pinn.PointSampler(
-            problem.domain, points, 1, "uniform", torch.Generator().manual_seed(5), torch.float32
+            problem.domain, points, 1, "uniform", generator, torch.float32, device=device
         )
         settings = pinn.TrainSettings(
             phases=["gauss_newton"],
@@ -124,11 +136,13 @@ def main() -> None:
     newton.add_argument("--points", type=int, default=2000)
     newton.add_argument("--iterations", type=int, default=4)
     newton.add_argument("--dampings", type=float, nargs="+", default=[1e-5, 1e-3])
+    for command in (adam, newton):
+        command.add_argument("--device", default="cpu", help="torch device: cpu, cuda")
     args = parser.parse_args()
     if args.command == "losses":
-        losses(args.dim, args.steps)
+        losses(args.dim, args.steps, args.device)
     else:
-        gauss_newton(args.run_dir, args.points, args.iterations, args.dampings)
+        gauss_newton(args.run_dir, args.points, args.iterations, args.dampings, args.device)
 
 
 if __name__ == "__main__":

@@ -84,8 +84,9 @@ def first_below(points: list[tuple[float, float]], threshold: float) -> str:
     return next((f"{t:.0f}" for t, value in points if value <= threshold), "-")
 
 
-def run(problem: str, overrides: list[str], every: int, threads: int | None):
+def run(problem: str, overrides: list[str], every: int, threads: int | None, device: str = "cpu"):
     base = [f"problem={problem}", "trainer.progress=false", f"trainer.log_every={every}"]
+    base += [f"device={device}"]
     base += ["trainer.checkpoint_every=0"] + ([f"threads={threads}"] if threads else [])
     with tempfile.TemporaryDirectory() as run_dir:
         metrics = pinn.train(pinn.compose_config(base + overrides), run_dir)
@@ -150,6 +151,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--every", type=int, default=10)
     parser.add_argument("--scale", type=float, default=1.0, help="every step count times this")
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--device", default="cpu", help="torch device: cpu, cuda")
     parser.add_argument("--plot", type=Path, default=Path("benchmarks/optimizers.png"))
     parser.add_argument("--curves", type=Path, default=Path("benchmarks/optimizers"))
     args = parser.parse_args(argv)
@@ -163,7 +165,7 @@ def main(argv: list[str] | None = None) -> None:
         for method, overrides in methods(args, trainer.adam.steps, gn_steps).items():
             if args.methods is not None and method not in args.methods:
                 continue
-            metrics, points = run(problem, overrides, args.every, args.threads)
+            metrics, points = run(problem, overrides, args.every, args.threads, args.device)
             by_method[method] = points
             seconds = points[-1][0] if points else math.nan
             below = " | ".join(first_below(points, t) for t in THRESHOLDS)

@@ -107,20 +107,22 @@ def run_environment(threads: int | None) -> dict[str, str]:
     return env
 
 
-def command(name: str, threads: int | None) -> list[str]:
+def command(name: str, threads: int | None, device: str = "cpu") -> list[str]:
     """The problem's default command, as the table shows it (without the run directory)."""
     words = ["python", "-m", "pinn", f"problem={name}"]
     if threads:
         words.append(f"threads={threads}")
+    if device != "cpu":
+        words.append(f"device={device}")
     return words
 
 
-def run_one(name: str, threads: int | None, log_dir: Path | None) -> dict:
+def run_one(name: str, threads: int | None, log_dir: Path | None, device: str = "cpu") -> dict:
     """Runs the problem's default command in a process of its own; its metrics and wall time."""
     with tempfile.TemporaryDirectory(prefix=f"pinn-table-{name}-") as run_dir:
         argv = [
             sys.executable,
-            *command(name, threads)[1:],
+            *command(name, threads, device)[1:],
             "trainer.progress=false",
             f"hydra.run.dir={run_dir}",
         ]
@@ -177,7 +179,7 @@ def quantities_cell(metrics: dict) -> str:
     return ", ".join(parts)
 
 
-def table(rows: list[tuple[str, dict]], threads: int | None) -> str:
+def table(rows: list[tuple[str, dict]], threads: int | None, device: str = "cpu") -> str:
     torch_version, thread_count = torch_facts(threads)
     today = datetime.date.today().isoformat()
     head = (
@@ -193,7 +195,7 @@ def table(rows: list[tuple[str, dict]], threads: int | None) -> str:
         "| --- | ---: | ---: | --- | ---: | --- |",
     ]
     for name, metrics in rows:
-        shown = " ".join(command(name, threads))
+        shown = " ".join(command(name, threads, device))
         if "failed" in metrics:
             cells = [f"failed (exit {metrics['failed']})", "", ""]
         else:
@@ -212,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         "--threads", type=int, help="torch threads per run (default: torch's own default)"
     )
     parser.add_argument("--logs", type=Path, help="keep each run's output in DIR/<name>.log")
+    parser.add_argument("--device", default="cpu", help="device=... for each run: cpu, cuda")
     args = parser.parse_args(argv)
 
     known = library_problems()
@@ -225,11 +228,11 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for name in names:
         print(f"running {name} ...", file=sys.stderr, flush=True)
-        metrics = run_one(name, args.threads, args.logs)
+        metrics = run_one(name, args.threads, args.logs, args.device)
         print(f"  {name}: {metrics['wall_s']:.0f} s", file=sys.stderr, flush=True)
         rows.append((name, metrics))
 
-    text = table(rows, args.threads)
+    text = table(rows, args.threads, args.device)
     print(text, end="")
     if args.out is not None:
         args.out.write_text(text)

@@ -18,10 +18,12 @@ the seconds one (R, P) Jacobian takes (R = N rows, P parameters) and the Jacobia
                     the first 100 directions and scaled by P / 100
 
 How to run (from the repository root): OMP_NUM_THREADS=2 python benchmarks/row_jacobian.py
+(`--device cuda` on a GPU).
 """
 
 from __future__ import annotations
 
+import argparse
 import time
 from math import pi
 
@@ -38,18 +40,23 @@ from pinn.training.rows.residual_rows import ResidualRows
 CASES = [(20, 1000), (40, 2000), (60, 4000)]  # (width, N): P = 921, 3441, 7561
 
 
-def setup(width: int, n_points: int):
+def setup(width: int, n_points: int, device: str = "cpu"):
     problem = Poisson()
     generator = torch.Generator().manual_seed(0)
     network = MLP(2, 1, width=width, depth=3, generator=generator).double()
-    model = HardConstraint(network, problem.hard_constraint)
-    points = PointSampler(problem.domain, n_points, 4, "sobol", generator, dtype=torch.float64)
+    model = HardConstraint(network, problem.hard_constraint).to(device)
+    points = PointSampler(
+        problem.domain, n_points, 4, "sobol", generator, dtype=torch.float64, device=device
+    )
     return problem, model, points.draw()
 
 
 def seconds(run) -> float:
+    """Wall seconds of `run()`, the GPU's queue finished (where there is one)."""
     start = time.perf_counter()
     run()
+    if torch.cuda.is_initialized():
+        torch.cuda.synchronize()
     return time.perf_counter() - start
 
 
@@ -67,7 +74,7 @@ def every_row(problem, model, batch) -> float:
     def first_chunk():
         (rows,) = residuals(problem, model, batch, engine).values()
         rows = rows / rows.numel() ** 0.5
-        eye = torch.eye(rows.numel(), dtype=rows.dtype)[:100]
+        eye = torch.eye(rows.numel(), dtype=rows.dtype, device=rows.device)[:100]
         torch.autograd.grad(rows, params, grad_outputs=eye, is_grads_batched=True)
 
     first_chunk()
@@ -94,18 +101,22 @@ def jacfwd(problem, model, batch) -> float:
         return rows(state)
 
     def first_directions():
-        directions = torch.eye(n_params, dtype=flat.dtype)[:100]
+        directions = torch.eye(n_params, dtype=flat.dtype, device=flat.device)[:100]
         torch.func.vmap(lambda v: torch.func.jvp(rows_of_flat, (flat,), (v,))[1])(directions)
 
     first_directions()
     return seconds(first_directions) * n_params / 100
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", default="cpu", help="torch device: cpu, cuda")
+    args = parser.parse_args(argv)
+    print(f"float64 on {args.device}")
     print("| width | N = R | P | J MB | pinn-taylor s | pinn-autograd s | every-row s | jacfwd s |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for width, n_points in CASES:
-        problem, model, batch = setup(width, n_points)
+        problem, model, batch = setup(width, n_points, args.device)
         n_params = sum(p.numel() for p in model.parameters())
         size = n_points * n_params * 8 / 2**20
         times = [

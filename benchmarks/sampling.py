@@ -44,15 +44,21 @@ CASES = [
 ]
 
 
-def draw_ms(domain, n_interior: int, n_boundary: int, method: str, repeats: int) -> float:
-    """Median milliseconds of one draw of n_interior + n_boundary points by `method`."""
-    points = PointSampler(domain, n_interior, n_boundary, method, torch.Generator().manual_seed(0))
+def draw_ms(
+    domain, n_interior: int, n_boundary: int, method: str, repeats: int, device: str = "cpu"
+) -> float:
+    """Median milliseconds of one draw of n_interior + n_boundary points by `method`, onto
+    `device` (drawn on the CPU, copied there; timed until the copy is done)."""
+    generator = torch.Generator().manual_seed(0)
+    points = PointSampler(domain, n_interior, n_boundary, method, generator, device=device)
     for _ in range(5):
         points.draw()
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
         points.draw()
+        if torch.device(device).type == "cuda":
+            torch.cuda.synchronize(device)
         times.append(time.perf_counter() - start)
     return 1e3 * statistics.median(times)
 
@@ -61,15 +67,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=100)
+    parser.add_argument("--device", default="cpu", help="where the points go: cpu, cuda")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
-    print(f"ms per draw (median of {args.repeats}), {args.threads} thread(s); against uniform:")
+    print(
+        f"ms per draw onto {args.device} (median of {args.repeats}), {args.threads} thread(s); "
+        "against uniform:"
+    )
     print(f"| domain | points | {' | '.join(SAMPLING_METHODS)} |")
     print("| --- | ---: |" + " ---: |" * len(SAMPLING_METHODS))
     for name, domain_of, n_interior, n_boundary in CASES:
         domain = domain_of()
-        ms = {m: draw_ms(domain, n_interior, n_boundary, m, args.repeats) for m in SAMPLING_METHODS}
+        ms = {
+            m: draw_ms(domain, n_interior, n_boundary, m, args.repeats, args.device)
+            for m in SAMPLING_METHODS
+        }
         cells = [f"{ms[m]:.3f} ({ms[m] / ms['uniform']:.2f}x)" for m in SAMPLING_METHODS]
         print(f"| {name} | {n_interior} + {n_boundary} | {' | '.join(cells)} |")
 

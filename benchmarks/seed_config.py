@@ -109,28 +109,30 @@ def vmap_laplacian(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
     return hessians.diagonal(dim1=-2, dim2=-1).sum(dim=-1)
 
 
-def plain_loss(model: nn.Module, generator: torch.Generator) -> torch.Tensor:
-    """mean(residual²) + mean(u_boundary²) at freshly drawn points."""
-    x, boundary = interior_points(generator), boundary_points(generator)
+def plain_loss(model: nn.Module, generator: torch.Generator, device: str = "cpu") -> torch.Tensor:
+    """mean(residual²) + mean(u_boundary²) at freshly drawn points (drawn on the CPU)."""
+    x, boundary = interior_points(generator).to(device), boundary_points(generator).to(device)
     source = torch.sin(math.pi * x[:, 0]) * torch.sin(math.pi * x[:, 1])
     residual = vmap_laplacian(model, x) + source  # -Δu = f  <=>  Δu + f = 0
     return residual.square().mean() + model(boundary).square().mean()
 
 
-def train_plain(model: nn.Module, steps: int, lr: float, seed: int) -> None:
+def train_plain(model: nn.Module, steps: int, lr: float, seed: int, device: str = "cpu") -> None:
     """Adam at a constant rate, points redrawn every step."""
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     for _ in range(steps):
         optimizer.zero_grad(set_to_none=True)
-        plain_loss(model, generator).backward()
+        plain_loss(model, generator, device).backward()
         optimizer.step()
 
 
 # ---- pinn ------------------------------------------------------------------------------------
 
 
-def train_pinn(model: nn.Module, steps: int, lr: float, seed: int, compile: str) -> None:
+def train_pinn(
+    model: nn.Module, steps: int, lr: float, seed: int, compile: str, device: str = "cpu"
+) -> None:
     """The same training through pinn.fit: uniform points redrawn every step, no L-BFGS."""
     import pinn
     from pinn.problems.poisson import Poisson
@@ -146,7 +148,13 @@ def train_pinn(model: nn.Module, steps: int, lr: float, seed: int, compile: str)
     )
     generator = torch.Generator().manual_seed(seed)
     points = pinn.PointSampler(
-        problem.domain, N_INTERIOR, 4 * N_PER_SIDE, "uniform", generator, dtype=torch.float32
+        problem.domain,
+        N_INTERIOR,
+        4 * N_PER_SIDE,
+        "uniform",
+        generator,
+        dtype=torch.float32,
+        device=device,
     )
     pinn.fit(problem, model, settings, points, weights={}, engine="auto")
 
@@ -154,13 +162,13 @@ def train_pinn(model: nn.Module, steps: int, lr: float, seed: int, compile: str)
 # ---- one process per run -----------------------------------------------------------------------
 
 
-def relative_l2(model: nn.Module) -> float:
+def relative_l2(model: nn.Module, device: str = "cpu") -> float:
     """||u - u_exact|| / ||u_exact|| on a 101 x 101 grid over [0, 1]², including the boundary."""
     line = torch.linspace(0, 1, GRID, dtype=torch.float64)
     grid = torch.cartesian_prod(line, line)
     exact = torch.sin(math.pi * grid[:, 0]) * torch.sin(math.pi * grid[:, 1]) / (2 * math.pi**2)
     with torch.no_grad():
-        predicted = model(grid.float()).double().reshape(-1)
+        predicted = model(grid.float().to(device)).double().reshape(-1).cpu()
     return ((predicted - exact).norm() / exact.norm()).item()
 
 
@@ -168,21 +176,27 @@ def run_child(args: argparse.Namespace) -> None:
     """Train one way (args.run: plain, eager or compiled) and print a JSON line of results."""
     if args.threads is not None:
         torch.set_num_threads(args.threads)
+    device = args.device
     if args.run == "plain":  # pinn's initial weights, from the file: no pinn import here
         model = plain_network()
         model.load_state_dict(torch.load(args.weights))
-        train = train_plain
+
+        def train(model, steps, lr, seed):
+            train_plain(model, steps, lr, seed, device)
     else:
         model = pinn_network(args.seed, rescale=not args.no_rescale)
         compile = "true" if args.run == "compiled" else "false"
 
         def train(model, steps, lr, seed):
-            train_pinn(model, steps, lr, seed, compile)
+            train_pinn(model, steps, lr, seed, compile, device)
 
+    model.to(device)
     start = time.perf_counter()
     train(model, args.steps, args.lr, args.seed + 1)
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
     train_s = time.perf_counter() - start
-    print(json.dumps({"train_s": train_s, "rel_l2": relative_l2(model)}))
+    print(json.dumps({"train_s": train_s, "rel_l2": relative_l2(model, device)}))
 
 
 def run_process(args: argparse.Namespace, run: str, folder: str) -> dict[str, float]:
@@ -193,6 +207,7 @@ def run_process(args: argparse.Namespace, run: str, folder: str) -> dict[str, fl
     command += ["--seed", str(args.seed), "--lr", str(args.lr)]
     command += ["--threads", str(args.threads)] if args.threads is not None else []
     command += ["--no-rescale"] if args.no_rescale else []
+    command += ["--device", args.device]
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(Path(folder) / "compile_cache")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
@@ -223,6 +238,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0, help="weights; points use seed + 1")
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--no-rescale", action="store_true", help="pinn's MLP without Rescale")
+    parser.add_argument("--device", default="cpu", help="torch device: cpu, cuda")
     parser.add_argument("--run", choices=["plain", "eager", "compiled"], help=argparse.SUPPRESS)
     parser.add_argument("--weights", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

@@ -19,6 +19,7 @@ Prints one row per network seed: the lowest relative L2 error of the evaluations
 """
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -33,6 +34,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("coefficients", type=Path, help=".npy of the d - 1 coefficients c_i")
     parser.add_argument("--runs", type=int, default=5, help="network seeds 0, 1, ... (STDE: 5)")
     parser.add_argument("--steps", type=int, default=10000)
+    parser.add_argument(
+        "--device", default="cpu", choices=["cpu", "cuda"], help="JAX's platform for STDE's runs"
+    )
     return parser.parse_args()
 
 
@@ -53,6 +57,7 @@ def stde_config(stde_config_class, dim: int, steps: int):
 def main() -> None:
     args = parse_args()
     sys.path.insert(0, str(args.stde))
+    os.environ["JAX_PLATFORMS"] = args.device  # read when JAX starts: before its import
     import jax
 
     # STDE's code predates these removals from JAX's top level.
@@ -69,7 +74,7 @@ def main() -> None:
     config = stde_config(Config, dim=len(pinn_draw) + 1, steps=args.steps)
     # STDE holds d coefficients and uses the first d - 1; the field is not declared, hence setattr.
     object.__setattr__(config.eqn_cfg, "coeffs", np.concatenate([pinn_draw, [0.0]])[None])
-    print(f"d = {len(pinn_draw) + 1}, sum of c_i = {pinn_draw.sum():.2f}")
+    print(f"d = {len(pinn_draw) + 1}, sum of c_i = {pinn_draw.sum():.2f}, JAX on {args.device}")
     print("| network seed | lowest rel_l2 | last rel_l2 | s |\n| ---: | ---: | ---: | ---: |")
     for seed in range(args.runs):
         config.rng_seed = seed
