@@ -76,6 +76,7 @@ from pinn.problem import (
     on_grid,
     ring_quadrature,
 )
+from pinn.syncs import count_syncs
 from pinn.training import (
     AdamSettings,
     BFGSSettings,
@@ -169,6 +170,7 @@ __all__ = [
     "HistoryFile",
     "load_checkpoint",
     "save_checkpoint",
+    "count_syncs",
     # evaluation, runs, figures
     "Validator",
     "evaluation_points",
