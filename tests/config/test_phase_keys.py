@@ -22,7 +22,7 @@ def test_every_phase_has_its_block_in_the_config_and_each_key_its_explanation():
     cfg = compose_config([])
     # TrainSettings' list, the default (poisson.yaml, the default problem, sets its own)
     assert TrainSettings().phases == ["adam", "lbfgs"]
-    assert list(cfg.trainer.phases) == ["adam", "gauss_newton"]
+    assert list(cfg.trainer.phases) == ["adam", "bfgs"]
     docs = key_docs()
     for name in PHASES:
         block = cfg.trainer[name]

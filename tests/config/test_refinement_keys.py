@@ -51,8 +51,8 @@ def test_every_phase_has_a_refine_every_and_the_method_names_them():
     "overrides, message",
     [
         (
-            ["trainer.gauss_newton.refine_every=5"],
-            "trainer.gauss_newton.refine_every=5 refines the points by their residual, but "
+            ["trainer.bfgs.refine_every=5"],
+            "trainer.bfgs.refine_every=5 refines the points by their residual, but "
             "refinement.method=none",
         ),
     ],

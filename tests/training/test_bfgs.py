@@ -201,6 +201,27 @@ def test_a_direction_that_is_no_descent_starts_the_inverse_hessian_afresh():
     assert optimizer.fresh and optimizer.restarts == 1
 
 
+
+def test_a_failed_line_search_starts_the_inverse_hessian_afresh_and_searches_again(monkeypatch):
+    """An H scaled 1e30 overshoots so far that the search spends its evaluations: the
+    iteration is retried along the gradient, not ended; a failure with H afresh ends it."""
+    x, closure = rosenbrock()
+    optimizer = BFGS([x], BFGSSettings())
+    optimizer.inverse = 1e30 * torch.eye(2, dtype=torch.float64)
+    optimizer.fresh = False
+    start = closure()[0].item()
+    losses = []
+    done, why = optimizer.iterate(closure, 1, lambda loss, info: losses.append(loss.item()))
+    assert (done, why) == (1, None) and optimizer.restarts == 1
+    assert losses[0] < start
+
+    monkeypatch.setattr(quasi_newton, "strong_wolfe", lambda *args: None)  # nothing lower
+    optimizer.fresh = False
+    before = x.detach().clone()
+    done, why = optimizer.iterate(closure, 5, lambda loss, info: None)
+    assert (done, why) == (0, quasi_newton.stalled_reason()) and optimizer.restarts == 2
+    assert torch.equal(x.detach(), before)  # left where it was
+
 # ---- the phase in a run ------------------------------------------------------------------------
 
 RUN = dict(phases=["adam", "bfgs"], adam={"steps": 10}, log_every=5)

@@ -129,7 +129,7 @@ class BFGS(QuasiNewton):
         device = self.params[0].device if self.params else None
         self.inverse = torch.eye(size, dtype=torch.float64, device=device)
         self.fresh = True  # H is the identity: no curvature learnt yet
-        self.restarts = 0  # times H started afresh (a direction that was no descent)
+        self.restarts = 0  # times H started afresh (no descent, or a failed line search)
 
     def state_dict(self) -> dict[str, Any]:
         return {
@@ -150,9 +150,21 @@ class BFGS(QuasiNewton):
         direction = -(self.inverse @ grad.to(torch.float64))
         if direction.dot(grad.to(torch.float64)).item() < 0:
             return direction.to(grad.dtype)
-        self.inverse = torch.eye(grad.numel(), dtype=torch.float64, device=grad.device)
-        self.fresh, self.restarts = True, self.restarts + 1
+        self._start_afresh(grad.numel(), grad.device)
         return grad.neg()
+
+    def _forget_curvature(self) -> bool:
+        """H afresh (the identity) after a line search that found no lower loss along -H grad:
+        an H learnt far from here can point where the loss only rises (seen on Helmholtz after
+        a short Adam phase). False when H was already afresh."""
+        if self.fresh:
+            return False
+        self._start_afresh(self.inverse.shape[0], self.inverse.device)
+        return True
+
+    def _start_afresh(self, size: int, device: torch.device) -> None:
+        self.inverse = torch.eye(size, dtype=torch.float64, device=device)
+        self.fresh, self.restarts = True, self.restarts + 1
 
     def _first_step(self, grad: torch.Tensor) -> float:
         """1 once H holds curvature; along the gradient of an afresh H, a step of length 1

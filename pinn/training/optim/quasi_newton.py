@@ -130,6 +130,11 @@ class QuasiNewton:
         """Learn from the step from `here` to `found` (both with their gradients)."""
         raise NotImplementedError
 
+    def _forget_curvature(self) -> bool:
+        """Start the curvature afresh after a failed line search; False where there was none
+        to forget (then the iterations stop). By default nothing is forgotten."""
+        return False
+
     # ---- iterations ----------------------------------------------------------------------
 
     def iterate(
@@ -154,13 +159,9 @@ class QuasiNewton:
         for done in range(max_iter):
             if not torch.any(here.grad != 0):
                 return done, stalled_reason()
-            direction = self._direction(here.grad)
-            step = self._first_step(here.grad)
-
-            def evaluate(t: float, start: Trial = here, d: torch.Tensor = direction) -> Trial:
-                return self._evaluate(closure, start.params + t * d, t)
-
-            found = strong_wolfe(evaluate, here, direction, step, self.max_evaluations)
+            found = self._search(closure, here)
+            if found is None and self._forget_curvature():  # stale curvature: try afresh
+                found = self._search(closure, here)
             if found is None:
                 self._set_params(here.params)
                 return done, stalled_reason()
@@ -173,6 +174,16 @@ class QuasiNewton:
             if why is not None or (stop is not None and stop()):
                 return done + 1, why
         return max_iter, None
+
+    def _search(self, closure: Closure, here: Trial) -> Trial | None:
+        """The strong Wolfe point along this iteration's direction from `here`, or None."""
+        direction = self._direction(here.grad)
+
+        def evaluate(t: float) -> Trial:
+            return self._evaluate(closure, here.params + t * direction, t)
+
+        step = self._first_step(here.grad)
+        return strong_wolfe(evaluate, here, direction, step, self.max_evaluations)
 
     def _stop_reason(self, previous: float, loss: float, tolerance: float) -> str | None:
         if tolerance > 0 and previous - loss < tolerance * abs(previous):
