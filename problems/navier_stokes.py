@@ -1,9 +1,11 @@
-"""The steady incompressible Navier-Stokes equations in two dimensions, for the flow problems
-(kovasznay, cavity, cylinder): velocity (u, v) and pressure p, density 1, kinematic viscosity ν.
+"""The incompressible Navier-Stokes equations, for the flow problems: steady in two dimensions
+(kovasznay, cavity, cylinder), velocity (u, v) and pressure p, density 1, kinematic viscosity ν,
 
 u u_x + v u_y + p_x - ν (u_xx + u_yy) = 0
 u v_x + v v_y + p_y - ν (v_xx + v_yy) = 0
 u_x + v_y = 0
+
+and unsteady in three (beltrami, `unsteady_residuals`): velocity (u, v, w), time t.
 """
 
 import torch
@@ -53,3 +55,28 @@ def force_integrands(
         (speed_u * v_x + speed_v * v_y) * test + shear * w_x + (-p + 2 * viscosity * v_y) * w_y
     )
     return -force_x, -force_y
+
+
+def unsteady_residuals(
+    u: Field,
+    viscosity: float,
+    axes: tuple[str, ...] = ("x", "y", "z"),
+    velocity: tuple[str, ...] = ("u", "v", "w"),
+    time: str = "t",
+) -> dict[str, torch.Tensor]:
+    """{"momentum_<axis>" for each axis, "continuity"}: (N,) each, the unsteady incompressible
+    equations in any dimension (3-D by default, for `beltrami`), density 1:
+
+        ∂u_i/∂t + Σ_j u_j ∂u_i/∂x_j + ∂p/∂x_i - ν Δu_i = 0,    Σ_i ∂u_i/∂x_i = 0
+
+    for a field with the outputs `velocity` (one per axis) and p over the inputs `axes` and
+    `time` (a SpaceTime: `u.laplacian` sums over the space alone)."""
+    speeds = [u(name) for name in velocity]
+
+    def momentum(out: str, axis: str) -> torch.Tensor:
+        advection = sum(s * u.d(a, out) for s, a in zip(speeds, axes))
+        return u.d(time, out) + advection + u.d(axis, "p") - viscosity * u.laplacian(out)
+
+    terms = {f"momentum_{axis}": momentum(out, axis) for out, axis in zip(velocity, axes)}
+    terms["continuity"] = sum(u.d(axis, out) for out, axis in zip(velocity, axes))
+    return terms
