@@ -201,7 +201,6 @@ def test_a_direction_that_is_no_descent_starts_the_inverse_hessian_afresh():
     assert optimizer.fresh and optimizer.restarts == 1
 
 
-
 def test_a_failed_line_search_starts_the_inverse_hessian_afresh_and_searches_again(monkeypatch):
     """An H scaled 1e30 overshoots so far that the search spends its evaluations: the
     iteration is retried along the gradient, not ended; a failure with H afresh ends it."""
@@ -221,6 +220,7 @@ def test_a_failed_line_search_starts_the_inverse_hessian_afresh_and_searches_aga
     done, why = optimizer.iterate(closure, 5, lambda loss, info: None)
     assert (done, why) == (0, quasi_newton.stalled_reason()) and optimizer.restarts == 2
     assert torch.equal(x.detach(), before)  # left where it was
+
 
 # ---- the phase in a run ------------------------------------------------------------------------
 
