@@ -102,10 +102,13 @@ def check_same_run(saved: Mapping[str, Any], current: Mapping[str, Any], path: P
     defaults = _flatten(defaults_tree())
     old |= {key: defaults[key] for key in new.keys() - old.keys() if key in defaults}
     free = FREE_KEYS if _marching(current) else FREE_KEYS + BUDGET_KEYS
+    unused = _unlisted_blocks(saved, current)
     differ = [
         key
         for key in sorted(old.keys() | new.keys())
-        if key not in free and old.get(key, "<unset>") != new.get(key, "<unset>")
+        if key not in free
+        and not key.startswith(unused)
+        and old.get(key, "<unset>") != new.get(key, "<unset>")
     ]
     if differ:
         listed = ", ".join(
@@ -134,6 +137,18 @@ def _started_with(path: Path) -> list[str]:
         return []
     skipped = ("hydra.", "resume=", "overwrite=")
     return [str(item) for item in overrides if not str(item).startswith(skipped)]
+
+
+def _unlisted_blocks(saved: Mapping[str, Any], current: Mapping[str, Any]) -> tuple[str, ...]:
+    """The prefixes ("trainer.bfgs.", ...) of the phase blocks neither config lists in
+    `trainer.phases`: they change no number of the run (a library yaml may set a block of a
+    phase the run was not started with, and a checkpoint of before lacks a newer phase's)."""
+    listed = {
+        name
+        for config in (saved, current)
+        for name in (config.get("trainer") or {}).get("phases") or ()
+    }
+    return tuple(f"trainer.{name}." for name in PHASES if name not in listed)
 
 
 def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -74,3 +74,20 @@ def test_a_run_saved_before_a_key_existed_resumes_with_that_keys_default():
     check_same_run(saved, resolved(), path)  # the current default: chunks 0, what it ran with
     with pytest.raises(ConfigError, match=r"trainer.causal.chunks=8 \(saved: 0\)"):
         check_same_run(saved, resolved("trainer.causal.chunks=8"), path)
+
+
+def test_the_block_of_a_phase_neither_run_lists_is_not_compared_on_resume():
+    """A library yaml may come to set a block of a phase a run was not started with (poisson's
+    `trainer.bfgs.resample_every`): it changes no number of an [adam,lbfgs] run."""
+    started = ("trainer.phases=[adam,lbfgs]",)
+    saved, path = resolved(*started, "trainer.bfgs.resample_every=0"), Path("run/checkpoint.pt")
+    check_same_run(saved, resolved(*started, "trainer.bfgs.resample_every=100"), path)
+    with pytest.raises(ConfigError, match=r"trainer.lbfgs.resample_every=100 \(saved: 0\)"):
+        check_same_run(saved, resolved(*started, "trainer.lbfgs.resample_every=100"), path)
+    with pytest.raises(ConfigError, match=r"trainer.bfgs.resample_every=100 \(saved: 0\)"):
+        listed = ("trainer.phases=[adam,bfgs]",)
+        check_same_run(
+            resolved(*listed, "trainer.bfgs.resample_every=0"),
+            resolved(*listed, "trainer.bfgs.resample_every=100"),
+            path,
+        )

@@ -20,6 +20,7 @@ TINY = [
     "trainer.adam.steps=20",
     "trainer.lbfgs.steps=5",
     "trainer.gauss_newton.steps=5",
+    "trainer.bfgs.steps=5",
     "trainer.log_every=5",
     "trainer.checkpoint_every=10",
     "trainer.progress=false",

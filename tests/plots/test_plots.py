@@ -440,6 +440,7 @@ TINY = [
     "trainer.adam.steps=6",
     "trainer.lbfgs.steps=3",
     "trainer.gauss_newton.steps=3",
+    "trainer.bfgs.steps=3",
     "trainer.log_every=3",
     "trainer.progress=false",
     "problem.n_interior=32",
@@ -459,7 +460,7 @@ def test_a_run_writes_its_plots_in_each_format(tmp_path):
             assert (tmp_path / f"{stem}.{name}").read_bytes().startswith(magic)
     svg = (tmp_path / "solution.svg").read_text()
     assert f"rel_l2 = {metrics['rel_l2']:.3e}, 9 steps" in svg  # the title, as text
-    assert "Gauss-Newton" in (tmp_path / "loss.svg").read_text()
+    assert "BFGS" in (tmp_path / "loss.svg").read_text()
 
 
 def test_an_unknown_format_is_refused_before_training(tmp_path):

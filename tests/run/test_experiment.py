@@ -17,6 +17,7 @@ TINY = [
     "trainer.adam.steps=20",
     "trainer.lbfgs.steps=5",
     "trainer.gauss_newton.steps=5",
+    "trainer.bfgs.steps=5",
     "trainer.log_every=5",
     "trainer.progress=false",
     "problem.n_interior=64",
@@ -96,7 +97,7 @@ def test_run_directory_holds_every_output(tmp_path):
         rows = list(csv.DictReader(file))
     assert {"step", "phase", "loss", "pde", "rel_l2"} <= set(rows[0])
     assert [int(r["step"]) for r in rows] == sorted(int(r["step"]) for r in rows)
-    assert {r["phase"] for r in rows} == {"adam", "gauss_newton", "final"}  # poisson.yaml's phases
+    assert {r["phase"] for r in rows} == {"adam", "bfgs", "final"}  # poisson.yaml's phases
     assert float(rows[-1]["loss"]) == pytest.approx(metrics["final_loss"])
 
     for picture in ("solution.png", "loss.png"):

@@ -79,7 +79,7 @@ SLOW = pytest.mark.slow
             "problem=nope",
             [
                 "Could not find 'problem/nope'",
-                "annulus, burgers, ",
+                "annulus, beltrami, burgers, ",
                 "heat, ",
                 "Your own problem yamls are read from conf/problem/ in the folder pinn runs from (",
             ],
