@@ -68,8 +68,8 @@ def synchronize(device: torch.device) -> None:
 
 
 def seconds_per_iteration(device: torch.device, phase: str, scale: float) -> float:
-    """Median seconds of an iteration of `phase` on the default poisson network and points
-    (float32), from the history's times (the first logged row, with compile-free warm-up,
+    """Median seconds of an iteration of `phase` on the default poisson network and 1000 + 400
+    points (float32), from the history's times (the first logged row, with compile-free warm-up,
     excluded)."""
     cfg = pinn.compose_config(["problem=poisson", f"device={device}", "dtype=float32"])
     config = check_config(cfg)
