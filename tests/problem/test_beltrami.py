@@ -13,11 +13,13 @@ from torch import nn
 from torch.func import hessian, jacrev, vmap
 
 from pinn import ConfigError, PointSampler, compose_config, train
+from pinn.config.schema import check_config
 from pinn.derivatives.engines import Engine
 from pinn.outputs.vtk import SERIES_NAME, SERIES_TIMES
 from pinn.problem.loss import residuals
 from pinn.problems.beltrami import Beltrami
 from pinn.problems.transfinite import face_blend
+from pinn.run.build import build_model
 
 DOUBLE = torch.float64
 PARAMS = [{}, {"a": 1.0, "d": 1.0}, {"a": 0.5, "d": 2.0, "viscosity": 0.1}]
@@ -208,9 +210,8 @@ def test_the_yaml_keeps_the_papers_parameters_and_a_network_of_10_4_parameters()
     cfg = compose_config(["problem=beltrami"])
     problem = Beltrami(**cfg.problem.params)
     assert (problem.a, problem.d, problem.viscosity) == (math.pi / 4, math.pi / 2, 1.0)
-    width, depth = cfg.model.width, cfg.model.depth
-    parameters = 5 * width + (depth - 1) * (width + 1) * width + (width + 1) * 4
-    assert parameters >= 10_000 and cfg.problem.n_boundary == 0
+    model = build_model(problem, check_config(cfg).model, 0)
+    assert sum(p.numel() for p in model.parameters()) >= 10_000 and cfg.problem.n_boundary == 0
 
 
 TINY = [
