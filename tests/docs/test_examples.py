@@ -91,6 +91,7 @@ TINY_RUN = [
     "trainer.adam.steps=10",
     "trainer.lbfgs.steps=3",
     "trainer.gauss_newton.steps=2",
+    "trainer.bfgs.steps=3",
     "trainer.progress=false",
     "trainer.log_every=5",
 ]

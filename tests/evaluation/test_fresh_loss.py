@@ -42,6 +42,7 @@ def test_gauss_newton_on_a_few_points_fits_them_and_fresh_loss_tells(tmp_path):
     the default's 1000 points the two agree."""
     settings = [
         "problem=poisson",
+        "trainer.phases=[adam,gauss_newton]",
         "trainer.adam.steps=20",
         "trainer.gauss_newton.steps=30",
         "trainer.progress=false",

@@ -16,6 +16,7 @@ FAST = [
     "trainer.adam.steps=30",
     "trainer.lbfgs.steps=5",
     "trainer.gauss_newton.steps=5",
+    "trainer.bfgs.steps=5",
     "trainer.progress=false",
     "problem.n_interior=64",
     "problem.n_boundary=32",

@@ -15,6 +15,7 @@ SMALL = [
     "trainer.adam.steps=5",
     "trainer.lbfgs.steps=2",
     "trainer.gauss_newton.steps=2",
+    "trainer.bfgs.steps=2",
     "trainer.progress=false",
     "problem.n_interior=64",
     "problem.n_boundary=32",

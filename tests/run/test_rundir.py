@@ -25,6 +25,7 @@ FAST = [
     "trainer.adam.steps=20",
     "trainer.lbfgs.steps=5",
     "trainer.gauss_newton.steps=5",
+    "trainer.bfgs.steps=5",
     "trainer.log_every=5",
     "trainer.checkpoint_every=5",
     "trainer.progress=false",

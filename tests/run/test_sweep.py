@@ -12,6 +12,7 @@ FAST = [
     "trainer.adam.steps=5",
     "trainer.lbfgs.steps=0",
     "trainer.gauss_newton.steps=0",
+    "trainer.bfgs.steps=0",
     "trainer.progress=false",
     "problem.n_interior=32",
     "problem.n_boundary=16",
