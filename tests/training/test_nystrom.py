@@ -10,7 +10,7 @@ from gauss_newton_helpers import small_pinn
 from pinn import ConfigError
 from pinn.training.optim.damped_solves import cholesky_solve, conjugate_gradient
 from pinn.training.optim.levenberg_marquardt import LevenbergMarquardt
-from pinn.training.optim.nystrom import NystromSketch
+from pinn.training.optim.nystrom import NystromSketch, _times_inverse_root
 from pinn.training.phases import GaussNewtonSettings
 
 NYSTROM = {"solver": "cg", "preconditioner": "nystrom"}
@@ -75,6 +75,27 @@ def test_the_preconditioner_is_the_dense_formula(generator):
     lowest = torch.linalg.eigvalsh(A)[0]
     identity = (lowest + mu) * torch.eye(30, dtype=torch.float64)
     assert (preconditioned - identity).abs().max() <= 1e-9 * (lowest + mu)
+
+
+def test_a_jacobian_of_zeros_or_nan_leaves_the_residual_as_it_is():
+    """Nothing to sketch: the preconditioner is the identity (CG unpreconditioned)."""
+    residual = torch.arange(5.0, dtype=torch.float64)
+    for matrix in (torch.zeros(5, 5, dtype=torch.float64), torch.full((5, 5), torch.nan)):
+        sketch = sketch_of(matrix.double(), 3)
+        assert sketch.eigenvalues.numel() == 0 and sketch.basis.shape == (5, 0)
+        assert torch.equal(sketch.inverse(0.5)(residual), residual)
+
+
+def test_a_core_left_indefinite_by_rounding_is_floored_not_refused(generator):
+    """B = Y core^-1/2 by eigendecomposition where Cholesky fails: eigenvalues below the floor
+    raised to it, so B B^T = Y (core floored)^-1 Y^T."""
+    vectors, _ = torch.linalg.qr(torch.randn(3, 3, dtype=torch.float64, generator=generator))
+    core = vectors @ torch.diag(torch.tensor([2.0, 1.0, -1e-20], dtype=torch.float64)) @ vectors.T
+    block = torch.randn(8, 3, dtype=torch.float64, generator=generator)
+    root = _times_inverse_root(block, core, 1e-6)
+    floored = vectors @ torch.diag(torch.tensor([0.5, 1.0, 1e6], dtype=torch.float64)) @ vectors.T
+    expected = block @ floored @ block.T
+    assert (root @ root.T - expected).abs().max() <= 1e-9 * expected.abs().max()
 
 
 def products_to_solve(J, mu, preconditioner, tolerance=1e-10, iterations=1000):

@@ -50,7 +50,7 @@ draws, seeded by the evaluation count, so a resumed run draws the same). With
 Nyström approximation of A from `sketch_size` products J^T (J omega) per Jacobian
 (`pinn.training.optim.nystrom`, seeded the same way): for the ill-conditioning along directions
 mixing the parameters that the diagonal misses, and for a large R as well (the row-space system
-has the same spectrum: the module says why one sketch serves both). "auto": "cg" above
+has the same nonzero spectrum: the module says why one solver serves both). "auto": "cg" above
 `dense_limit` parameters (decided from P before evaluating), else "rows" when R < P on one
 process, else "parameters". Under torchrun every reduction (J^T J, J^T r, the losses, each
 conjugate-gradient product) goes through `world.average_`, so N processes with equal shares of
@@ -359,7 +359,7 @@ class LevenbergMarquardt:
             return None
 
         def normal_products(block: torch.Tensor) -> torch.Tensor:  # (P, s) -> (P, s)
-            columns = torch.stack([J.rmv(J.mv(v)) for v in block.T], dim=1)
+            columns = torch.stack([J.rmv(J.mv(v)) for v in block.T.contiguous()], dim=1)
             return self._average(columns)[0]
 
         draws = torch.Generator().manual_seed(SKETCH_STREAM + self.evaluations)

@@ -10,10 +10,11 @@ sketch. The draw Omega (P, s) is Gaussian from the caller's generator (on the CP
 every process and device, and on resume when the caller seeds it by the evaluation count).
 
 The sketch (their Algorithm 2.1): Omega orthonormalised, Y = A Omega, a shift nu = sqrt(P) eps
-|Y|_2 added (Y_nu = Y + nu Omega) so that the s x s core Omega^T Y_nu is positive definite in
-floating point, B = Y_nu core^-1/2, B = U Sigma V^T, Lambda = max(Sigma^2 - nu, 0). U (P, s) and
-Lambda (s,) give the rank-s Nyström approximation A_nys = U Lambda U^T = Y (Omega^T Y)^+ Y^T of A,
-exact on the range of Omega. The preconditioner (their eq. 5.3), for the damping mu:
+|Y|_F (theirs is |Y|_2, at most sqrt(s) smaller) added, Y_nu = Y + nu Omega, so that the s x s
+core Omega^T Y_nu is positive definite in floating point; B = Y_nu core^-1/2 = U Sigma V^T;
+Lambda = Sigma^2 - nu, the directions with Lambda <= nu (A of rank below s) left out. U (P, s)
+and Lambda (s,) give the rank-s Nyström approximation A_nys = U Lambda U^T = Y (Omega^T Y)^+ Y^T
+of A, exact on the range of Omega. The preconditioner (their eq. 5.3), for the damping mu:
 
     P^-1 = (lambda_s + mu) U (Lambda + mu I)^-1 U^T + (I - U U^T)
 
@@ -29,12 +30,15 @@ Cost: s products of J^T J (each about two backward passes of the rows, as a CG i
 per Jacobian (the sketch does not depend on mu: refusals reuse it), then O(P s^2) for the QR and
 SVD, and P s 8 bytes held. Each application is two (P, s) products.
 
-The row-space system (J J^T + mu I) y = -r, delta = J^T y, needs no sketch of its own: its
-nonzero eigenvalues are those of J^T J + mu I and its Krylov iterates map to the parameter-space
-ones (delta = J^T y), so conjugate gradients on it take the steps CG on the normal equations takes,
-at the same cost per iteration (one J v and one J^T u); it only trades vectors of P entries
-for vectors of R. The same Nyström-preconditioned CG in parameter space therefore serves a large
-R as well as a large P, and never holds an R x R or R x P matrix.
+The row-space system (J J^T + mu I) y = -r, delta = J^T y (the "rows" solver's, for R < P),
+needs no solver or sketch of its own when R is large: its iterates from y = 0 span, mapped by
+J^T, the same Krylov subspaces as the parameter-space ones (J^T (J J^T)^k r = (J^T J)^k J^T r),
+and its nonzero eigenvalues are those of J^T J + mu I (with mu besides, R > P times at most), so
+conjugate gradients on it converge at the rate the same spectrum sets, at the same cost per
+iteration (one J v and one J^T u), and a Nyström sketch of J J^T would capture the same top
+eigenvalues. It would only trade vectors of P entries for vectors of R. The Nyström-preconditioned
+CG in parameter space therefore serves a large R as well as a large P, and holds neither an
+R x R nor an R x P matrix.
 """
 
 from __future__ import annotations
@@ -78,13 +82,14 @@ class NystromSketch:
         draw = torch.randn(columns, size, generator=generator, dtype=dtype)
         omega, _ = torch.linalg.qr(draw.to(device))  # orthonormal: a well-conditioned core
         products = normal_products(omega)
-        # The shift keeps the core positive definite where A is (numerically) of lower rank.
-        shift = math.sqrt(columns) * torch.finfo(dtype).eps * torch.linalg.matrix_norm(products, 2)
+        # The shift keeps the core positive definite where A is (numerically) of lower rank
+        # (at least the smallest normal number: A = 0 has a norm of 0).
+        norm = torch.linalg.norm(products).item()  # Frobenius: bounds |Y|_2, and NaN-safe
+        if not math.isfinite(norm):  # a J of NaN or inf: no sketch (the step is refused anyway)
+            return cls(omega[:, :0], products.new_zeros(0))
+        shift = max(math.sqrt(columns) * torch.finfo(dtype).eps * norm, torch.finfo(dtype).tiny)
         shifted = products + shift * omega
-        core = omega.T @ shifted
-        factor = torch.linalg.cholesky((core + core.T) / 2)
-        # B = Y_nu core^-1/2 as B^T = L^-1 Y_nu^T: then B B^T = Y_nu core^-1 Y_nu^T.
-        root = torch.linalg.solve_triangular(factor, shifted.T, upper=False).T
+        root = _times_inverse_root(shifted, omega.T @ shifted, shift)
         basis, singular, _ = torch.linalg.svd(root, full_matrices=False)
         eigenvalues = singular.square() - shift
         # Directions at or below the shift are rounding, not A's (A of rank < s): dropped, so
@@ -104,3 +109,15 @@ class NystromSketch:
             return residual + basis @ (scale * (basis.T @ residual))
 
         return apply
+
+
+def _times_inverse_root(block: torch.Tensor, core: torch.Tensor, floor: float) -> torch.Tensor:
+    """(P, s) B = block core^-1/2 for the symmetric (s, s) `core`, so that B B^T = block core^-1
+    block^T: by its Cholesky factor L (B^T = L^-1 block^T), or, where rounding left it
+    indefinite, by its eigendecomposition with eigenvalues raised to `floor`."""
+    core = (core + core.T) / 2
+    factor, info = torch.linalg.cholesky_ex(core)
+    if info.item() == 0:
+        return torch.linalg.solve_triangular(factor, block.T, upper=False).T
+    values, vectors = torch.linalg.eigh(core)
+    return block @ vectors / values.clamp_min(floor).sqrt()
