@@ -110,10 +110,9 @@ class LevenbergMarquardt:
             `max_tries` refused steps in a row (each raising mu) before STALLED; the plateau
             rule `stall_window`, `stall_decrease`; `cg_iterations`, and the conjugate
             gradients' `preconditioner` ("jacobi" or "nystrom", of `sketch_size` products);
-            `line_search`, 0 for plain
-            Levenberg-Marquardt (the full step or none), n > 0 for the best of the step
-            lengths 1, 1/2, ..., 1/2^(n-1) along each solved step (see `_search`);
-            `adapt_damping`, with a line search, mu moved by the length it takes (see
+            `line_search`, 0 for plain Levenberg-Marquardt (the full step or none), n > 0 for
+            the best of the step lengths 1, 1/2, ..., 1/2^(n-1) along each solved step (see
+            `_search`); `adapt_damping`, with a line search, mu moved by the length it takes (see
             `_accept`) instead of held at its first value. `steps` and `resample_every` are
             the phase's, not the algorithm's.
         world: the processes sharing the rows (one by default).

@@ -33,7 +33,7 @@ SVD, and P s 8 bytes held. Each application is two (P, s) products.
 The row-space system (J J^T + mu I) y = -r, delta = J^T y (the "rows" solver's, for R < P),
 needs no solver or sketch of its own when R is large: its iterates from y = 0 span, mapped by
 J^T, the same Krylov subspaces as the parameter-space ones (J^T (J J^T)^k r = (J^T J)^k J^T r),
-and its nonzero eigenvalues are those of J^T J + mu I (with mu besides, R > P times at most), so
+and its eigenvalues are those of J^T J + mu I (and mu, R - P more times where R > P), so
 conjugate gradients on it converge at the rate the same spectrum sets, at the same cost per
 iteration (one J v and one J^T u), and a Nyström sketch of J J^T would capture the same top
 eigenvalues. It would only trade vectors of P entries for vectors of R. The Nyström-preconditioned
