@@ -24,6 +24,7 @@ from pinn.evaluation.fresh_loss import fresh_loss
 from pinn.evaluation.validation import Validator, can_validate
 from pinn.geometry import PointSampler
 from pinn.outputs import FinishedRun, chosen_writers, run_loggers, write_outputs
+from pinn.outputs.memory import peak_memory
 from pinn.outputs.metrics import summarise
 from pinn.outputs.provenance import provenance, utc_now
 from pinn.plots.files import PlotOptions
@@ -57,12 +58,13 @@ def train(cfg: DictConfig, run_dir: str | Path = ".") -> dict[str, Any]:
     Every config value is checked (and the objects built) before training starts, so bad input
     costs nothing. Writes into `run_dir`: config.yaml; history.csv (as the run goes) and
     checkpoint.pt (every `trainer.checkpoint_every` steps); at the end metrics.json (with the
-    run's problem, seed, device, dtype, versions and start and end times), prediction.npz,
-    solution.png and loss.png (in each of `outputs.plot_formats`), and with `outputs.vtk` the
-    prediction as VTK files. A problem's unknowns start from `problem.unknowns.<name>` where the
-    config gives one, else from their declared guesses; metrics.json holds the learned values
-    under "unknowns". The loggers of `outputs.loggers` see every history row as the run goes
-    (history.csv by default; tensorboard/ with `tensorboard`: `pinn.outputs`).
+    run's problem, seed, device, dtype, versions, start and end times and peak memory),
+    prediction.npz, solution.png and loss.png (in each of `outputs.plot_formats`), and with
+    `outputs.vtk` the prediction as VTK files. A problem's unknowns start from
+    `problem.unknowns.<name>` where the config gives one, else from their declared guesses;
+    metrics.json holds the learned values under "unknowns". The loggers of `outputs.loggers`
+    see every history row as the run goes (history.csv by default; tensorboard/ with
+    `tensorboard`: `pinn.outputs`).
 
     With `cfg.resume` set to an earlier run's directory, continues that run from its checkpoint
     (`pinn.run.resume`: the config must be the saved one) and writes the whole run, history from
@@ -204,6 +206,7 @@ def _train(
     metrics = summarise(result, validator, model, wall_time, unknowns.values(), problem)
     sizes = config.problem.n_interior, counts
     metrics["fresh_loss"] = fresh_loss(problem, model, *sizes, weights, config.engine)
+    metrics |= peak_memory(device)  # this process's, up to here: training's peak
     metrics |= provenance(cfg, device, started_at, utc_now(), problem)
     if world.is_main:
         if unknowns.names:

@@ -42,8 +42,8 @@ class TrainSettings:
         lbfgs: `LBFGSSettings` (steps, tolerance, stall_window, stall_decrease, history_size,
             resample_every, refine_every).
         gauss_newton: `GaussNewtonSettings` (steps, damping, line_search, solver, max_tries,
-            stall_window, stall_decrease, dense_limit, cg_iterations, resample_every,
-            refine_every, adapt_damping).
+            stall_window, stall_decrease, dense_limit, cg_iterations, preconditioner,
+            sketch_size, resample_every, refine_every, adapt_damping).
         bfgs: `BFGSSettings` (steps, update, loss_transform, tolerance, stall_window,
             stall_decrease, resample_every, refine_every, max_parameters). Every phase's
             `refine_every` refines its points by residual (`refinement.method`) at that

@@ -8,13 +8,11 @@ import threading
 
 import pytest
 import torch
+from gauss_newton_helpers import small_pinn
 
 from pinn import CheckpointError, ConfigError
 from pinn.derivatives.engines import Engine
-from pinn.geometry import PointSampler
-from pinn.nn import MLP, HardConstraint
 from pinn.problem import loss_terms
-from pinn.problems.poisson import Poisson
 from pinn.training.distributed import World
 from pinn.training.optim.jacobian_products import MatrixFreeJacobian
 from pinn.training.optim.levenberg_marquardt import STALLED, LevenbergMarquardt, plateau_reason
@@ -145,22 +143,6 @@ def test_adapt_damping_moves_mu_by_the_length_the_search_takes():
     assert (p - 1).abs().max().item() <= 1e-10
     with pytest.raises(ConfigError, match="adapt_damping must be true or false"):
         lm([p], adapt_damping="yes")
-
-
-def small_pinn(generator, n_points=300, width=20, depth=3):
-    problem = Poisson()
-    network = MLP(2, 1, width=width, depth=depth, generator=generator).double()
-    model = HardConstraint(network, problem.hard_constraint)
-    points = PointSampler(problem.domain, n_points, 4, "sobol", generator, dtype=torch.float64)
-    batch = points.draw()
-    engine = Engine("taylor", model, probe=batch.interior[:2], announce=False)
-    rows_of = ResidualRows(problem, model, engine)
-
-    def evaluate(jacobian):
-        rows = rows_of(batch, jacobian)
-        return rows.values, rows.jacobian, rows.terms
-
-    return problem, model, batch, engine, evaluate
 
 
 def test_a_small_pinn_steps_as_the_dense_reference(generator):
@@ -302,10 +284,13 @@ class ThreadWorld(World):
         exchange["barrier"].wait()
 
 
-@pytest.mark.parametrize("solver", ["parameters", "cg"])
+@pytest.mark.parametrize("solver", ["parameters", "cg", "nystrom"])
 def test_two_processes_take_the_single_process_steps(solver, generator):
     """Each half of the rows, scaled for its own count (sqrt 2 more), on its own process:
-    the averaged J^T J, J^T r and losses are the single process's, and so are the steps."""
+    the averaged J^T J, J^T r and losses are the single process's, and so are the steps
+    ("nystrom": cg with the Nyström sketch, of 2 of the 3 columns, drawn alike on each)."""
+    chosen = {"solver": "cg", "preconditioner": "nystrom", "sketch_size": 2}
+    chosen = chosen if solver == "nystrom" else {"solver": solver}
     centres = torch.linspace(0, 1, 40, dtype=torch.float64)
     observed = torch.exp(-3 * centres) + 0.5 * centres
 
@@ -325,9 +310,7 @@ def test_two_processes_take_the_single_process_steps(solver, generator):
     start = torch.tensor([0.5, -1.0, 0.0], dtype=torch.float64)
     single = start.clone()
     whole = slice(None)
-    lm([single], solver=solver).iterate(
-        evaluate_for(single, whole, 1.0), 6, lambda loss, info: None
-    )
+    lm([single], **chosen).iterate(evaluate_for(single, whole, 1.0), 6, lambda loss, info: None)
 
     exchange = {"barrier": threading.Barrier(2)}
     halves = [start.clone(), start.clone()]
@@ -335,7 +318,7 @@ def test_two_processes_take_the_single_process_steps(solver, generator):
 
     def run(rank):
         p, part = halves[rank], slice(rank * 20, (rank + 1) * 20)
-        optimizer = lm([p], solver=solver, world=ThreadWorld(rank, exchange))
+        optimizer = lm([p], world=ThreadWorld(rank, exchange), **chosen)
         optimizer.iterate(
             evaluate_for(p, part, 2**0.5), 6, lambda loss, info: losses[rank].append(loss.item())
         )

@@ -97,6 +97,10 @@ MATRIX_FREE = {"gauss_newton": {"steps": 6, "solver": "cg", "cg_iterations": 50}
 ADAPTED = {"gauss_newton": {"steps": 6, "adapt_damping": True}}  # mu moves: in the state
 RESUMED = {order: {} for order in ORDERS} | {
     "adam,gauss_newton (cg)": MATRIX_FREE,
+    "adam,gauss_newton (nystrom)": {  # its sketch's draws too
+        "gauss_newton": MATRIX_FREE["gauss_newton"]
+        | {"preconditioner": "nystrom", "sketch_size": 8}
+    },
     "adam,gauss_newton (adapted)": ADAPTED,
     "adam,gauss_newton (redrawn)": {"gauss_newton": {"steps": 6, "resample_every": 2}},
 }

@@ -415,10 +415,11 @@ def snapshot(folder: Path) -> dict[str, bytes]:
 
 
 def outputs(run_dir: Path) -> tuple[dict, list[dict]]:
-    """metrics.json but the times, and history.csv but the times."""
+    """metrics.json but the times and memory, and history.csv but the times."""
     metrics = json.loads((run_dir / "metrics.json").read_text())
-    for key in ("wall_time_s", "started", "ended"):
+    for key in ("wall_time_s", "started", "ended", "peak_memory_mb"):
         metrics.pop(key)
+    metrics.pop("peak_device_memory_mb", None)  # on cuda
     with open(run_dir / "history.csv") as file:
         history = [{k: v for k, v in row.items() if k != "time_s"} for row in csv.DictReader(file)]
     return metrics, history

@@ -10,6 +10,8 @@
                                   (levenberg_marquardt)
     cholesky_solve,               the damped normal equations, dense or matrix-free
       conjugate_gradient            (damped_solves)
+    NystromSketch                 the conjugate gradients' randomised Nyström preconditioner
+                                  (nystrom)
     DenseJacobian,                a Jacobian as a matrix, or as products J v and J^T u
       MatrixFreeJacobian            (jacobian_products)
     on_plateau                    the stopping rule on a plateau of the loss (plateau)

@@ -2,6 +2,7 @@
 
 delta = cholesky_solve(matrix, rhs)         # None when matrix is not positive definite
 delta = conjugate_gradient(apply, rhs, diagonal, iterations, tolerance)
+delta = conjugate_gradient(apply, rhs, precondition, iterations, tolerance)   # r -> M^-1 r
 """
 
 from __future__ import annotations
@@ -22,17 +23,19 @@ def cholesky_solve(matrix: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor | No
 def conjugate_gradient(
     apply: Callable[[torch.Tensor], torch.Tensor],
     rhs: torch.Tensor,
-    preconditioner: torch.Tensor,
+    preconditioner: torch.Tensor | Callable[[torch.Tensor], torch.Tensor],
     iterations: int,
     tolerance: float,
 ) -> torch.Tensor:
     """(P,) x with apply(x) = rhs for a symmetric positive definite `apply`, by preconditioned
-    conjugate gradients from x = 0; `preconditioner` (P,) approximates apply's diagonal. Stops
-    when |rhs - apply(x)| <= tolerance |rhs| or after `iterations` products."""
+    conjugate gradients from x = 0. `preconditioner` is a (P,) tensor approximating apply's
+    diagonal (Jacobi), or a function r (P,) -> M^-1 r (P,) for a symmetric positive definite M
+    approximating apply (`pinn.training.optim.nystrom`). Stops when |rhs - apply(x)| <=
+    tolerance |rhs| or after `iterations` products."""
+    precondition = _jacobi(preconditioner) if torch.is_tensor(preconditioner) else preconditioner
     x = torch.zeros_like(rhs)
     residual = rhs.clone()
-    inverse = 1.0 / preconditioner.clamp_min(torch.finfo(rhs.dtype).tiny)
-    z = inverse * residual
+    z = precondition(residual)
     direction = z.clone()
     rz = residual.dot(z)
     target = tolerance * rhs.norm()
@@ -43,7 +46,13 @@ def conjugate_gradient(
         alpha = rz / direction.dot(product)
         x += alpha * direction
         residual -= alpha * product
-        z = inverse * residual
+        z = precondition(residual)
         rz, previous = residual.dot(z), rz
         direction = z + (rz / previous) * direction
     return x
+
+
+def _jacobi(diagonal: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor]:
+    """r -> r / diagonal (the diagonal kept off zero)."""
+    inverse = 1.0 / diagonal.clamp_min(torch.finfo(diagonal.dtype).tiny)
+    return lambda residual: inverse * residual

@@ -45,7 +45,12 @@ delta = J^T y (the same step: (J^T J + mu I) J^T = J^T (J J^T + mu I)); "cg", co
 gradients with a Jacobi preconditioner on v -> J^T (J v) + mu v, matrix-free: it takes only
 products of J, never forming an R x P, P x P or R x R matrix (for networks too large for them),
 and the preconditioner and the first mu come from a Hutchinson estimate of diag(A) (`probes`
-draws, seeded by the evaluation count, so a resumed run draws the same). "auto": "cg" above
+draws, seeded by the evaluation count, so a resumed run draws the same). With
+`preconditioner="nystrom"` the conjugate gradients are preconditioned instead by a randomised
+Nyström approximation of A from `sketch_size` products J^T (J omega) per Jacobian
+(`pinn.training.optim.nystrom`, seeded the same way): for the ill-conditioning along directions
+mixing the parameters that the diagonal misses, and for a large R as well (the row-space system
+has the same nonzero spectrum: the module says why one solver serves both). "auto": "cg" above
 `dense_limit` parameters (decided from P before evaluating), else "rows" when R < P on one
 process, else "parameters". Under torchrun every reduction (J^T J, J^T r, the losses, each
 conjugate-gradient product) goes through `world.average_`, so N processes with equal shares of
@@ -73,12 +78,15 @@ from pinn.errors import CheckpointError, ConfigError, require_int
 from pinn.training.distributed import World
 from pinn.training.optim.damped_solves import cholesky_solve, conjugate_gradient
 from pinn.training.optim.jacobian_products import DenseJacobian
+from pinn.training.optim.nystrom import NystromSketch
 from pinn.training.optim.plateau import on_plateau
 
 if TYPE_CHECKING:  # the settings' module runs this algorithm: imported for the hints only
     from pinn.training.phases.gauss_newton import GaussNewtonSettings
 
 SOLVERS = ("auto", "parameters", "rows", "cg")
+PRECONDITIONERS = ("jacobi", "nystrom")  # of the "cg" solver
+SKETCH_STREAM = 1 << 32  # the Nyström draws' seeds: the evaluation count plus this (not probes')
 STALLED = "no damping gave a step that lowers the loss"
 SHORT_STEP = 1 / 8  # a line search's length at or below which mu is raised (`_accept`)
 
@@ -100,10 +108,11 @@ class LevenbergMarquardt:
             `damping`, the first mu relative to the largest diagonal entry of J^T J;
             `solver`, one of `SOLVERS` ("auto": "cg" above `dense_limit` parameters);
             `max_tries` refused steps in a row (each raising mu) before STALLED; the plateau
-            rule `stall_window`, `stall_decrease`; `cg_iterations`; `line_search`, 0 for plain
-            Levenberg-Marquardt (the full step or none), n > 0 for the best of the step
-            lengths 1, 1/2, ..., 1/2^(n-1) along each solved step (see `_search`);
-            `adapt_damping`, with a line search, mu moved by the length it takes (see
+            rule `stall_window`, `stall_decrease`; `cg_iterations`, and the conjugate
+            gradients' `preconditioner` ("jacobi" or "nystrom", of `sketch_size` products);
+            `line_search`, 0 for plain Levenberg-Marquardt (the full step or none), n > 0 for
+            the best of the step lengths 1, 1/2, ..., 1/2^(n-1) along each solved step (see
+            `_search`); `adapt_damping`, with a line search, mu moved by the length it takes (see
             `_accept`) instead of held at its first value. `steps` and `resample_every` are
             the phase's, not the algorithm's.
         world: the processes sharing the rows (one by default).
@@ -129,6 +138,10 @@ class LevenbergMarquardt:
             raise ConfigError(f"scaling={scaling!r} is unknown; choose identity or diagonal")
         if solver == "rows" and scaling != "identity":
             raise ConfigError("solver=rows damps with mu I: use scaling=identity with it")
+        if settings.preconditioner == "nystrom" and scaling != "identity":
+            raise ConfigError(
+                "preconditioner=nystrom preconditions J^T J + mu I: use scaling=identity with it"
+            )
         self.world = world or World()
         if solver == "rows" and self.world.size > 1:
             raise ConfigError(
@@ -140,6 +153,7 @@ class LevenbergMarquardt:
         self.max_tries, self.dense_limit = settings.max_tries, settings.dense_limit
         self.stall_window, self.stall_decrease = settings.stall_window, settings.stall_decrease
         self.cg_iterations, self.cg_tolerance = settings.cg_iterations, cg_tolerance
+        self.preconditioner, self.sketch_size = settings.preconditioner, settings.sketch_size
         self.dtype = dtype
         self.scaling = scaling
         self.line_search = settings.line_search
@@ -230,9 +244,10 @@ class LevenbergMarquardt:
             self.initial_mu = self.mu
         self.last_solver = "cg" if matrix_free else self._dense_solver(J.shape)
         normal = self._normal_matrix(J.matrix) if self.last_solver == "parameters" else None
+        sketch = self._sketch(J, g) if self.last_solver == "cg" else None
         start = self._flat_params()
         for _ in range(self.max_tries + 1):
-            delta = self._solve(J, r, g, normal, diagonal)
+            delta = self._solve(J, r, g, normal, diagonal, sketch)
             if delta is None:  # the damped matrix was not positive definite: damp more
                 self._refuse(diagonal)
                 continue
@@ -335,14 +350,29 @@ class LevenbergMarquardt:
         (normal,) = self._average(J.T @ J)
         return normal
 
-    def _solve(self, J, r, g, normal, diagonal) -> torch.Tensor | None:
+    def _sketch(self, J, g: torch.Tensor) -> NystromSketch | None:
+        """The Nyström sketch of J^T J for this Jacobian (with preconditioner "nystrom"): its
+        `sketch_size` products averaged over the processes in one reduction, its draws seeded by
+        the evaluation count (the same on every process, and on resume)."""
+        if self.preconditioner != "nystrom":
+            return None
+
+        def normal_products(block: torch.Tensor) -> torch.Tensor:  # (P, s) -> (P, s)
+            columns = torch.stack([J.rmv(J.mv(v)) for v in block.T.contiguous()], dim=1)
+            return self._average(columns)[0]
+
+        draws = torch.Generator().manual_seed(SKETCH_STREAM + self.evaluations)
+        size, columns = self.sketch_size, J.shape[1]
+        return NystromSketch.of(normal_products, size, columns, draws, self.dtype, g.device)
+
+    def _solve(self, J, r, g, normal, diagonal, sketch=None) -> torch.Tensor | None:
         """(P,) the step for the current mu; None if the damped matrix is not positive definite."""
         mu, scale = self.mu, self._scale(diagonal)
         if self.last_solver == "cg":
             return conjugate_gradient(
                 lambda v: self._average(J.rmv(J.mv(v)))[0] + mu * scale * v,
                 -g,
-                diagonal + mu * scale,
+                diagonal + mu * scale if sketch is None else sketch.inverse(mu),
                 self.cg_iterations,
                 self.cg_tolerance,
             )

@@ -14,7 +14,7 @@ import torch
 from pinn.errors import ConfigError, is_finite_number, require_int
 from pinn.problem.columns import GAUSS_NEWTON_PREFIX
 from pinn.settings import setting
-from pinn.training.optim.levenberg_marquardt import SOLVERS, LevenbergMarquardt
+from pinn.training.optim.levenberg_marquardt import PRECONDITIONERS, SOLVERS, LevenbergMarquardt
 from pinn.training.phases.base import Phase
 from pinn.training.rows.residual_rows import ResidualRows
 
@@ -45,6 +45,13 @@ class GaussNewtonSettings:
         dense_limit: "auto" solves by conjugate gradients above this many parameters.
         cg_iterations: the most Jacobian products (each about two backward passes of the
             rows) one conjugate-gradient solve takes.
+        preconditioner: the conjugate gradients' (solver "cg", or "auto" when it goes
+            matrix-free): "jacobi" (a Hutchinson estimate of diag(J^T J)) or "nystrom" (a
+            randomised rank-`sketch_size` Nyström approximation of J^T J, Frangella, Tropp &
+            Udell 2023: `pinn.training.optim.nystrom`), for a J^T J ill-conditioned along
+            directions that mix the parameters, as a PINN's is.
+        sketch_size: "nystrom": the products J^T (J omega) its sketch takes per Jacobian (cut to
+            the parameters' count), and the sketch's rank.
         resample_every: iterations between redraws of the training points (0 = never), so
             that the steps fit new points rather than the same ones (measured on the cylinder,
             README "Gauss-Newton": no lower fresh loss there). Each iteration's line search
@@ -81,6 +88,10 @@ class GaussNewtonSettings:
     cg_iterations: int = setting(
         500, "cg: the most Jacobian products (about 2 backward passes each) per solve"
     )
+    preconditioner: str = setting(
+        "jacobi", "cg: jacobi (Hutchinson diagonal) or nystrom (randomised low-rank sketch)"
+    )
+    sketch_size: int = setting(50, "nystrom: products J^T J omega per Jacobian (the sketch's rank)")
     resample_every: int = setting(
         0, "iterations between redraws of the training points (0 = never)"
     )
@@ -97,6 +108,7 @@ class GaussNewtonSettings:
         require_int("trainer.gauss_newton.max_tries", self.max_tries, minimum=1)
         require_int("trainer.gauss_newton.dense_limit", self.dense_limit, minimum=1)
         require_int("trainer.gauss_newton.cg_iterations", self.cg_iterations, minimum=1)
+        require_int("trainer.gauss_newton.sketch_size", self.sketch_size, minimum=1)
         if not (is_finite_number(self.damping) and self.damping >= 0):
             raise ConfigError(
                 f"trainer.gauss_newton.damping must be a finite number >= 0, got {self.damping!r}"
@@ -111,10 +123,24 @@ class GaussNewtonSettings:
                 f"trainer.gauss_newton.solver must be one of {', '.join(SOLVERS)}, "
                 f"got {self.solver!r}"
             )
+        self._check_preconditioner()
         fraction = self.stall_decrease
         if not isinstance(fraction, (int, float)) or not 0 <= fraction < 1:
             raise ConfigError(
                 f"trainer.gauss_newton.stall_decrease must be in [0, 1), got {fraction!r}"
+            )
+
+    def _check_preconditioner(self) -> None:
+        if self.preconditioner not in PRECONDITIONERS:
+            raise ConfigError(
+                f"trainer.gauss_newton.preconditioner must be one of {', '.join(PRECONDITIONERS)}, "
+                f"got {self.preconditioner!r}"
+            )
+        if self.preconditioner == "nystrom" and self.solver in ("parameters", "rows"):
+            raise ConfigError(
+                f"trainer.gauss_newton.preconditioner=nystrom preconditions the conjugate "
+                f"gradients, which solver={self.solver} does not take: use solver=cg (or auto, "
+                f"which takes them above dense_limit parameters), or drop the preconditioner"
             )
 
 
