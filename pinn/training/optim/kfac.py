@@ -257,22 +257,27 @@ class KFAC:
     # ---- the step ------------------------------------------------------------------------
 
     def _kfac_star(self, J, g, direction, tikhonov) -> torch.Tensor:
-        """alpha Delta + mu delta minimising |r + J u|^2 + u^T diag(t) u (module docstring)."""
+        """alpha Delta + mu delta minimising |r + J u|^2 + u^T diag(t) u (module docstring):
+        the 2 x 2 system solved in closed form (in Python floats, so that no LAPACK call's
+        memory alignment decides its last bits: a resumed run takes the same steps), alpha
+        alone at the first iteration or when delta is parallel to Delta."""
         t = self._damping_vector(tikhonov)
-        directions = [direction] if self.previous is None else [direction, self.previous]
-        products = [J.mv(d) for d in directions]
-        gram = torch.tensor(
-            [
-                [p.dot(q) + (t * d).dot(e) for q, e in zip(products, directions)]
-                for p, d in zip(products, directions)
-            ],
-            dtype=self.dtype,
-        )
-        slopes = torch.stack([g.dot(d) for d in directions])
-        coefficients = torch.linalg.lstsq(gram, -slopes[:, None]).solution[:, 0]
-        self.last_alpha = coefficients[0].item()
-        self.last_momentum = coefficients[1].item() if len(directions) == 2 else 0.0
-        return sum(c * d for c, d in zip(coefficients, directions))
+        product = J.mv(direction)
+        a11 = (product.dot(product) + (t * direction).dot(direction)).item()
+        s1 = g.dot(direction).item()
+        alpha, mu = -s1 / a11, 0.0
+        if self.previous is not None:
+            previous = J.mv(self.previous)
+            a12 = (product.dot(previous) + (t * direction).dot(self.previous)).item()
+            a22 = (previous.dot(previous) + (t * self.previous).dot(self.previous)).item()
+            s2 = g.dot(self.previous).item()
+            determinant = a11 * a22 - a12 * a12
+            if determinant > 1e-12 * a11 * a22:
+                alpha = (-s1 * a22 + s2 * a12) / determinant
+                mu = (-s2 * a11 + s1 * a12) / determinant
+        self.last_alpha, self.last_momentum = alpha, mu
+        update = alpha * direction
+        return update if mu == 0.0 else update + mu * self.previous
 
     def _search(self, evaluate, start, update, loss):
         """(the length taken, the loss there, its info): the lowest loss of the lengths 1, 1/2,

@@ -183,21 +183,31 @@ def _by_record(grads, records: list[LayerRecord]) -> list[list]:
 
 
 def _group_factors(records, term_grads, approximation: str) -> dict:
-    """{layer: (A, B)} of one group from its terms' probe gradients (module docstring)."""
+    """{layer: (A, B)} of one group from its terms' probe gradients (module docstring): the
+    positions and points no row of the group reads (zero gradients) left out, so that A is the
+    mean over the group's own points (a condition on one face of the boundary's points)."""
     sums: dict[str, list] = {}
     for r, record in enumerate(records):
         grads = [term[r] for term in term_grads]
-        used = [any(g[p] is not None for g in grads) for p in range(len(record.probes))]
+        used = [any(_reads(g[p]) for g in grads) for p in range(len(record.probes))]
         if not any(used):
             continue  # no term of the group reads this pass
+        stacked = [_stacked(g, record.probes, used) for g in grads]  # each (S, N, out)
+        points = torch.stack([g.ne(0).any(dim=2).any(dim=0) for g in stacked]).any(dim=0)
         sizes = [probe.shape[0] if probe.ndim == 3 else 1 for probe in record.probes]
         mask = torch.cat([torch.full((n,), u) for n, u in zip(sizes, used)])
-        inputs = record.inputs[mask.to(record.inputs.device)]
+        inputs = record.inputs[mask.to(record.inputs.device)][:, points]
         A = _input_factor(inputs, approximation)
-        B = sum(_gradient_factor(g, record.probes, used, approximation) for g in grads)
+        B = sum(_gradient_factor(g[:, points], approximation) for g in stacked)
         entry = sums.setdefault(record.layer, [0, 0, 0])
         entry[0], entry[1], entry[2] = entry[0] + A, entry[1] + inputs.shape[1], entry[2] + B
     return {layer: (A / count, B) for layer, (A, count, B) in sums.items()}
+
+
+def _reads(grad: torch.Tensor | None) -> bool:
+    """Whether a term's rows read a position: its gradient there is not (exactly) zero, which
+    a row that does not read it gets through the concatenation of the terms' rows."""
+    return grad is not None and bool(grad.ne(0).any())
 
 
 def _input_factor(inputs: torch.Tensor, approximation: str) -> torch.Tensor:
@@ -208,14 +218,18 @@ def _input_factor(inputs: torch.Tensor, approximation: str) -> torch.Tensor:
     return mean.T @ mean
 
 
-def _gradient_factor(grads, probes, used, approximation: str) -> torch.Tensor | int:
-    """(o, o) one term's gradient factor, from its gradients at the used positions."""
+def _stacked(grads, probes, used) -> torch.Tensor:
+    """(S, N, out) one term's gradients at the used positions (zeros where it reads none)."""
     parts = [
         (g if g is not None else torch.zeros_like(p)).reshape(-1, *p.shape[-2:])
         for g, p, u in zip(grads, probes, used)
         if u
     ]
-    stacked = torch.cat(parts).detach()  # (S, N, o)
+    return torch.cat(parts).detach()
+
+
+def _gradient_factor(stacked: torch.Tensor, approximation: str) -> torch.Tensor:
+    """(out, out) one term's gradient factor, from its gradients (S, N, out)."""
     if approximation == "expand":
         return torch.einsum("sno,snp->op", stacked, stacked)
     summed = stacked.sum(dim=0)
