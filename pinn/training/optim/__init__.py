@@ -8,6 +8,9 @@
                                   updates (bfgs)
     LevenbergMarquardt            damped Gauss-Newton steps on residual rows
                                   (levenberg_marquardt)
+    KFAC                          Gauss-Newton steps with Kronecker-factored curvature per
+                                  Linear layer (kfac; its layers in the Taylor pass:
+                                  kfac_layers; its solves: kronecker)
     cholesky_solve,               the damped normal equations, dense or matrix-free
       conjugate_gradient            (damped_solves)
     DenseJacobian,                a Jacobian as a matrix, or as products J v and J^T u
