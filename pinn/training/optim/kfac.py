@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from pinn.errors import CheckpointError
+from pinn.training.optim.grid_search import best_length
 from pinn.training.optim.kronecker import damp, kronecker_solve
 from pinn.training.optim.levenberg_marquardt import STALLED, plateau_reason
 from pinn.training.optim.plateau import on_plateau
@@ -281,19 +282,18 @@ class KFAC:
 
     def _search(self, evaluate, start, update, loss):
         """(the length taken, the loss there, its info): the lowest loss of the lengths 1, 1/2,
-        ..., 1/2^(n-1) of `update`, length 0 when none lowers it."""
-        best_length, best_loss, best_info = 0.0, loss, None
-        for k in range(max(self.settings.line_search, 1)):
-            length = 0.5**k
-            self._set_params(start + length * update)
+        ..., 1/2^(n-1) of `update` (`pinn.training.optim.grid_search`), length 0 when none
+        lowers it."""
+
+        def measure():
             rows, info = evaluate(None)
             values = rows.values.detach().to(self.dtype)
-            new_loss = values.dot(values)
-            if new_loss.item() < best_loss.item():  # NaN fails too
-                best_length, best_loss, best_info = length, new_loss, info
-        if best_length > 0 and best_length != length:
-            self._set_params(start + best_length * update)
-        return best_length, best_loss, best_info
+            return values.dot(values), info
+
+        def move(length: float) -> None:
+            self._set_params(start + length * update)
+
+        return best_length(move, measure, self.settings.line_search, loss)
 
     # ---- parameters ----------------------------------------------------------------------
 

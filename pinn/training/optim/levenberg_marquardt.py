@@ -72,6 +72,7 @@ import torch
 from pinn.errors import CheckpointError, ConfigError, require_int
 from pinn.training.distributed import World
 from pinn.training.optim.damped_solves import cholesky_solve, conjugate_gradient
+from pinn.training.optim.grid_search import best_length
 from pinn.training.optim.jacobian_products import DenseJacobian
 from pinn.training.optim.plateau import on_plateau
 
@@ -258,21 +259,19 @@ class LevenbergMarquardt:
         loss (the parameters are then left at the last length tried).
 
         Without a line search only the full step is tried. With one, every length of the grid
-        1, 1/2, ..., 1/2^(line_search - 1) is tried and the lowest loss taken: the Gauss-Newton
-        direction of a PINN is good, its length often too long by a factor 2 to 16, and a grid
-        costs a few evaluations of the rows, cheap beside one of their Jacobian."""
-        best_length, best_loss, best_info = 0.0, loss, None
-        for k in range(max(self.line_search, 1)):
-            length = 0.5**k
-            self._set_params(start + length * delta)
+        1, 1/2, ..., 1/2^(line_search - 1) is tried and the lowest loss taken
+        (`pinn.training.optim.grid_search`)."""
+
+        def measure():
             new_rows, _, info = evaluate(False)
             self.evaluations += 1
             (new_loss,) = self._average(new_rows.detach().to(self.dtype).square().sum())
-            if new_loss.item() < best_loss.item():  # NaN fails too
-                best_length, best_loss, best_info = length, new_loss, info
-        if best_length > 0 and best_length != length:
-            self._set_params(start + best_length * delta)
-        return best_length, best_loss, best_info
+            return new_loss, info
+
+        def move(length: float) -> None:
+            self._set_params(start + length * delta)
+
+        return best_length(move, measure, self.line_search, loss)
 
     def _accept(self, rho: float, length: float) -> None:
         """Move mu after an accepted step of gain ratio rho and length `length`.
