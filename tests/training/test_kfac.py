@@ -16,7 +16,7 @@ from torch import nn
 from pinn import ConfigError, TrainSettings, fit
 from pinn.derivatives.engines import Engine
 from pinn.geometry import Batch, Box, PointSampler
-from pinn.nn import MLP, InputOptions
+from pinn.nn import MLP, InputOptions, PirateNet
 from pinn.problem import Dirichlet, Problem
 from pinn.problems.inverse_poisson import InversePoisson
 from pinn.problems.poisson import Poisson
@@ -311,3 +311,23 @@ def test_a_periodic_condition_with_two_rows_per_point_trains():
     _, result = small_run(problem=PeriodicHeat(), **RUN, kfac={"steps": 5})
     kfac = [row["loss"] for row in result.history if row["phase"] == "kfac"]
     assert len(kfac) == 5 and kfac[-1] < kfac[0]
+
+
+def test_pirate_nets_gates_take_the_diagonal_block_and_train():
+    """PirateNet: its nn.Linear layers (gates, blocks, head) are factored, its blocks' scalar
+    α (0 at the start) are not: they move by the diagonal block, and the loss falls."""
+    problem = Poisson(hard_boundary=False)
+    model = PirateNet(2, 1, width=8, depth=1, generator=torch.Generator().manual_seed(0))
+    model = model.double()
+    layers = factored_layers(model, torch.zeros(2, 2, dtype=torch.float64))
+    linear = [name for name, m in model.named_modules() if isinstance(m, nn.Linear)]
+    assert sorted(layers) == sorted(linear) and len(linear) >= 5
+    points = PointSampler(
+        problem.domain, 64, 32, "sobol", torch.Generator().manual_seed(1), dtype=torch.float64
+    )
+    settings = TrainSettings(phases=["kfac"], kfac={"steps": 5}, log_every=5, progress=False)
+    assert model.blocks[0].alpha.item() == 0.0
+    result = fit(problem, model, settings, points)
+    kfac = [row["loss"] for row in result.history if row["phase"] == "kfac"]
+    assert len(kfac) == 5 and kfac[-1] < 0.5 * kfac[0]
+    assert model.blocks[0].alpha.item() != 0.0

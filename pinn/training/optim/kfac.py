@@ -218,11 +218,14 @@ class KFAC:
         return out
 
     def _precondition(self, g: torch.Tensor, tikhonov: dict[str, float]) -> torch.Tensor:
-        """(P,) the damped K^-1 g."""
+        """(P,) the damped K^-1 g; zero for a layer without factors yet, which no row has
+        reached (its gradient is zero too: PirateNet's blocks while their α are 0)."""
         out = torch.zeros_like(g)
         for name, (weight, bias) in self.layers.items():
             block = self._block(g, weight, bias)
             pairs = [layers[name] for layers in self.factors.values() if name in layers]
+            if not pairs:
+                continue
             share = tikhonov[name] / len(pairs)
             solved = kronecker_solve([damp(A, B, share) for A, B in pairs], block)
             self._unblock(out, solved, weight, bias)

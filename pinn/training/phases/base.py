@@ -91,6 +91,36 @@ class Phase:
         intervals = [k - done % k for k in (every, refine_every, weigh_every) if k]
         return min([n, *intervals]), changed
 
+    @staticmethod
+    def rows_at_iterate(causal, fresh: bool, make: Callable[[], Any]) -> tuple[Any, tuple]:
+        """(rows, info): `make()`'s rows (anything with `terms`) for a phase that steps on
+        residual rows (Gauss-Newton, KFAC), and (their terms, the causal weights seen). Causal
+        weights: made afresh at an iterate (`fresh`: the Jacobian's or the factors'
+        evaluation), then held for the trial steps from it, so that a line search compares one
+        loss; they travel with the terms, so the search keeps the best try's."""
+        if causal is not None and fresh:
+            causal.thaw()
+        rows = make()
+        if causal is not None and fresh:
+            causal.freeze()
+        return rows, (rows.terms, causal and causal.seen())
+
+    def record_iteration(
+        self, state: RunState, parts: Parts, loss, info: tuple, extra: dict, last: dict
+    ) -> None:
+        """The history row of an accepted iteration of such a phase: `info` from
+        `rows_at_iterate` (this process's terms, averaged here), `extra` its own columns;
+        `last["loss"]` the loss, for the checkpoint between chunks."""
+        terms, seen = info
+        if state.causal is not None:
+            state.causal.show(seen)
+        terms, loss = state.world.average_loss(terms, loss)
+        parts.watch.require_finite(terms, loss, state.step, self.name)
+        parts.recorder.advance()
+        step, validate = state.step, state.step % state.settings.log_every == 0
+        parts.row(step, self.name, terms, loss, validate=validate, extra=extra)
+        last["loss"] = loss
+
     def check(self, state: RunState) -> None:
         """Refuse, with a ConfigError, what this phase cannot train (called before any phase
         runs, so nothing is lost); nothing by default."""

@@ -124,7 +124,7 @@ class KFACPhase(Phase):
         factored_layers(state.model, _probe(state))
 
     def run(self, state: RunState, parts: Parts, saved: dict[str, Any] | None) -> None:
-        settings, log_every = self.settings, state.settings.log_every
+        settings = self.settings
         problem, model, causal = parts.loss.problem, state.model, state.causal
         params = parameters(model, problem)
         layers = factored_layers(model, _probe(state))
@@ -143,30 +143,16 @@ class KFACPhase(Phase):
         curvature_of = LayerCurvatureRows(rows_of, settings.approximation, layers)
 
         def evaluate(generator: torch.Generator | None):
-            # Causal weights: fresh at each iterate (the curvature's evaluation), then fixed
-            # for the trial steps from it, so that the line search compares one loss.
-            if causal is not None and generator is not None:
-                causal.thaw()
+            # A generator: the factors' evaluation at an iterate; None: a trial step's rows.
             if generator is None:
-                rows = rows_of(state.batch)
-            else:
-                rows = curvature_of(state.batch, generator)
-            if causal is not None and generator is not None:
-                causal.freeze()
-            return rows, (rows.terms, causal and causal.seen())
+                return self.rows_at_iterate(causal, False, lambda: rows_of(state.batch))
+            return self.rows_at_iterate(causal, True, lambda: curvature_of(state.batch, generator))
 
         last = {}
 
         def on_iteration(loss: torch.Tensor, info: tuple) -> None:
-            terms, seen = info
-            if causal is not None:
-                causal.show(seen)
-            parts.watch.require_finite(terms, loss, state.step, self.name)
-            parts.recorder.advance()
-            step = state.step
             search = {GAUSS_NEWTON_PREFIX + "length": optimizer.last_length}
-            parts.row(step, self.name, terms, loss, validate=step % log_every == 0, extra=search)
-            last["loss"] = loss
+            self.record_iteration(state, parts, loss, info, search, last)
 
         def iterate(n: int) -> tuple[int, str | None]:
             n, _ = self.redraw_if_due(state, settings.resample_every, n)
