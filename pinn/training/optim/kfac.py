@@ -59,8 +59,7 @@ import torch
 from pinn.errors import CheckpointError
 from pinn.training.optim.grid_search import best_length
 from pinn.training.optim.kronecker import damp, kronecker_solve
-from pinn.training.optim.levenberg_marquardt import STALLED, plateau_reason
-from pinn.training.optim.plateau import on_plateau
+from pinn.training.optim.row_steps import RowSteps
 
 if TYPE_CHECKING:
     from pinn.training.phases.kfac import KFACSettings
@@ -70,7 +69,7 @@ STEP_RULES = ("kfac_star", "line_search")
 LayerParams = dict[str, tuple[int, int | None]]
 
 
-class KFAC:
+class KFAC(RowSteps):
     """KFAC over `params`, one `iterate` call per chunk of iterations.
 
     Args:
@@ -90,6 +89,7 @@ class KFAC:
     ):
         self.params, self.layers, self.settings = list(params), dict(layers), settings
         self.dtype = dtype
+        self.stall_window, self.stall_decrease = settings.stall_window, settings.stall_decrease
         self.offsets = [0]
         for p in self.params:
             self.offsets.append(self.offsets[-1] + p.numel())
@@ -132,30 +132,6 @@ class KFAC:
         self.refusals, self.recent = state["refusals"], list(state["recent"])
 
     # ---- iterations ----------------------------------------------------------------------
-
-    def iterate(
-        self,
-        evaluate: Callable,
-        max_iter: int,
-        on_iteration: Callable[[torch.Tensor, Any], None],
-        stop: Callable[[], bool] | None = None,
-    ) -> tuple[int, str | None]:
-        """Run up to `max_iter` iterations; returns (iterations done, why it must stop):
-        STALLED, a plateau or None, as `LevenbergMarquardt.iterate`."""
-        for done in range(max_iter):
-            accepted = self.step(evaluate)
-            if accepted is None:
-                return done, STALLED
-            loss, info = accepted
-            on_iteration(loss, info)
-            chained = self.recent[-1] * self.last_ratio if self.recent else loss.item()
-            window, decrease = self.settings.stall_window, self.settings.stall_decrease
-            self.recent, flat = on_plateau(self.recent, chained, window, decrease)
-            if flat:
-                return done + 1, plateau_reason(window, decrease)
-            if stop is not None and stop():
-                return done + 1, None
-        return max_iter, None
 
     def step(self, evaluate: Callable) -> tuple[torch.Tensor, Any] | None:
         """One iteration: (the new loss, its info), or None when every try was refused."""
@@ -297,17 +273,6 @@ class KFAC:
             self._set_params(start + length * update)
 
         return best_length(move, measure, self.settings.line_search, loss)
-
-    # ---- parameters ----------------------------------------------------------------------
-
-    def _flat_params(self) -> torch.Tensor:
-        return torch.cat([p.detach().reshape(-1).to(self.dtype) for p in self.params])
-
-    def _set_params(self, flat: torch.Tensor) -> None:
-        """Write `flat` into the parameters through `.data` (the rows' matrix-free Jacobian
-        checks that a refused step puts back the very values it was made at)."""
-        for i, p in enumerate(self.params):
-            p.data.copy_(flat[self.offsets[i] : self.offsets[i + 1]].view_as(p))
 
 
 def _blend(old: tuple, new: tuple, ema: float) -> tuple:

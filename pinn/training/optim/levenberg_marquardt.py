@@ -74,25 +74,19 @@ from pinn.training.distributed import World
 from pinn.training.optim.damped_solves import cholesky_solve, conjugate_gradient
 from pinn.training.optim.grid_search import best_length
 from pinn.training.optim.jacobian_products import DenseJacobian
-from pinn.training.optim.plateau import on_plateau
+from pinn.training.optim.row_steps import STALLED, RowSteps, plateau_reason  # noqa: F401
 
 if TYPE_CHECKING:  # the settings' module runs this algorithm: imported for the hints only
     from pinn.training.phases.gauss_newton import GaussNewtonSettings
 
 SOLVERS = ("auto", "parameters", "rows", "cg")
-STALLED = "no damping gave a step that lowers the loss"
 SHORT_STEP = 1 / 8  # a line search's length at or below which mu is raised (`_accept`)
 
 # evaluate(jacobian) -> (rows (R,), J (R, P) or None, info), at the current parameters.
 Evaluate = Callable[[bool], tuple[torch.Tensor, "torch.Tensor | None", Any]]
 
 
-def plateau_reason(window: int, decrease: float) -> str:
-    """Why `iterate` stopped on a plateau."""
-    return f"the last {window} iterations lowered the loss by less than {decrease:g} of it"
-
-
-class LevenbergMarquardt:
+class LevenbergMarquardt(RowSteps):
     """Levenberg-Marquardt over `params`, one `iterate` call per chunk of iterations.
 
     Args:
@@ -192,30 +186,6 @@ class LevenbergMarquardt:
 
     # ---- iterations ----------------------------------------------------------------------
 
-    def iterate(
-        self,
-        evaluate: Evaluate,
-        max_iter: int,
-        on_iteration: Callable[[torch.Tensor, Any], None],
-        stop: Callable[[], bool] | None = None,
-    ) -> tuple[int, str | None]:
-        """Run up to `max_iter` iterations; returns (iterations done, why it must stop).
-
-        The reason is STALLED (no damping lowered the loss; the parameters stay where they
-        were), a plateau (`plateau_reason`) or None. `stop()`, asked after each iteration,
-        ends the chunk early (reason None).
-        """
-        for done in range(max_iter):
-            accepted = self.step(evaluate)
-            if accepted is None:
-                return done, STALLED
-            loss, info = accepted
-            on_iteration(loss, info)
-            why = self._plateau(loss.item(), self.last_ratio)
-            if why is not None or (stop is not None and stop()):
-                return done + 1, why
-        return max_iter, None
-
     def step(self, evaluate: Evaluate) -> tuple[torch.Tensor, Any] | None:
         """One iteration: (the new loss, its info), or None when every try was refused."""
         matrix_free = self._matrix_free()
@@ -300,18 +270,6 @@ class LevenbergMarquardt:
         self.mu = max(self.mu * self.nu, floor)
         self.nu *= 2
 
-    def _plateau(self, loss: float, ratio: float) -> str | None:
-        """Whether the recent steps, chained, lowered the loss too little; `loss` is the last
-        step's new loss, `ratio` that over its iterate's loss, both measured alike.
-
-        The window holds the loss chained through each step's own ratio, not the losses as
-        reported: where `evaluate` reweights the rows at each iterate (causal weights, which
-        open up and raise the loss as the earlier times are fitted) a rise between iterates is
-        no lack of progress. With fixed rows the chain is the loss itself."""
-        chained = self.recent[-1] * ratio if self.recent else loss
-        self.recent, flat = on_plateau(self.recent, chained, self.stall_window, self.stall_decrease)
-        return plateau_reason(self.stall_window, self.stall_decrease) if flat else None
-
     # ---- the damped normal equations ----------------------------------------------------------
 
     def _matrix_free(self) -> bool:
@@ -364,17 +322,3 @@ class LevenbergMarquardt:
         tensors = [t.clone() if self.world.size > 1 else t for t in tensors]
         self.world.average_(tensors)
         return tensors
-
-    # ---- parameters ----------------------------------------------------------------------
-
-    def _flat_params(self) -> torch.Tensor:
-        return torch.cat([p.detach().reshape(-1).to(self.dtype) for p in self.params])
-
-    def _set_params(self, flat: torch.Tensor) -> None:
-        """Write `flat` into the parameters, through `.data`: a matrix-free Jacobian's graph
-        saved them, and a refused step puts back the very values it was made at, so its
-        products stay valid (`MatrixFreeJacobian` checks that they are)."""
-        offset = 0
-        for p in self.params:
-            p.data.copy_(flat[offset : offset + p.numel()].view_as(p))
-            offset += p.numel()
