@@ -10,7 +10,7 @@ import re
 import pytest
 import torch
 from test_residual_rows import CASES, PeriodicHeat, make, reverse_of_every_row
-from test_trainer import flat, small_run
+from test_trainer import flat, resume_from_each, small_run
 from torch import nn
 
 from pinn import ConfigError, TrainSettings, fit
@@ -250,10 +250,6 @@ def test_an_inverse_problems_unknown_is_trained():
     assert kfac[-1] < 0.5 * kfac[0]
 
 
-def untimed(history):
-    return repr([{k: v for k, v in row.items() if k != "time_s"} for row in history])
-
-
 def test_resuming_from_any_checkpoint_ends_exactly_like_the_uninterrupted_run(
     written_checkpoints,
 ):
@@ -261,16 +257,9 @@ def test_resuming_from_any_checkpoint_ends_exactly_like_the_uninterrupted_run(
         RUN, adam={"steps": 20}, kfac={"steps": 12, "resample_every": 5}, checkpoint_every=4
     )
     model, result = small_run(**settings, fit_options={"checkpoint_path": "unused.pt"})
-    written, phases = list(written_checkpoints), []
-    for data in written:
-        state = torch.load(io.BytesIO(data), weights_only=True)
-        phases.append(state["training"]["phase"])
-        options = {"checkpoint_path": "unused.pt", "resume_from": state}
-        resumed_model, resumed = small_run(**settings, fit_options=options)
-        where = f"resumed at step {state['step']} ({phases[-1]})"
-        assert torch.equal(flat(resumed_model), flat(model)), where
-        assert resumed.final_loss == result.final_loss, where
-        assert untimed(resumed.history) == untimed(result.history), where
+    written = list(written_checkpoints)
+    states = resume_from_each(written, settings, model, result)
+    phases = [state["training"]["phase"] for state in states]
     assert phases.count("kfac") >= 2 and phases[-1] == "done"
     in_kfac = [data for data, phase in zip(written, phases) if phase == "kfac"]
     saved = torch.load(io.BytesIO(in_kfac[-1]), weights_only=True)["training"]["phase_state"]
