@@ -320,3 +320,10 @@ def test_pirate_nets_gates_take_the_diagonal_block_and_train():
     kfac = [row["loss"] for row in result.history if row["phase"] == "kfac"]
     assert len(kfac) == 5 and kfac[-1] < 0.5 * kfac[0]
     assert model.blocks[0].alpha.item() != 0.0
+
+
+def test_a_float32_model_takes_float64_steps_and_stays_float32():
+    model, result = small_run(dtype=torch.float32, **RUN, kfac={"steps": 5})
+    kfac = [row["loss"] for row in result.history if row["phase"] == "kfac"]
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    assert len(kfac) == 5 and kfac[-1] < 0.5 * kfac[0]  # measured: 0.091 to 0.025

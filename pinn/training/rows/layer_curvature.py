@@ -1,7 +1,8 @@
 """The rows' curvature by layer: KFAC's Kronecker factors of each nn.Linear layer, from one
 Taylor pass per field with taps on its layers (`pinn.training.optim.kfac_layers`).
 
-    curvature_of = LayerCurvatureRows(rows_of, "expand")   # rows_of: a ResidualRows
+    layers = factored_layers(model, x)                      # the nn.Linear layers it factors
+    curvature_of = LayerCurvatureRows(rows_of, "expand", layers)   # rows_of: a ResidualRows
     rows = curvature_of(batch, generator)
     rows.values, rows.jacobian        # (R,) rows, their MatrixFreeJacobian (J^T u, J v)
     rows.factors                      # {group: {layer: (A (in+1, in+1), B (out, out))}}
@@ -20,8 +21,11 @@ as a datum as KFAC does:
 - "reduce": A = mean over points of â â^T with â = mean_s a_s, B = sum over rows of
   ĝ ĝ^T with ĝ = sum_s g_rs, the positions summed first.
 
-Both are exact for one row at one point where a single position carries the row (a condition
-on values: S = 1), and the two agree there; with several positions neither is.
+The points and positions are those the group's rows read (nonzero g): a condition on one face
+averages over that face's points, a Dirichlet condition over the value position alone. Both
+are exact for one row at one point where a single position carries the row (a condition on
+values, a first-order operator of a one-layer network), and the two agree there; with several
+positions neither is.
 
 The g's come by the sum trick: one backward pass per term of its rows times random signs
 xi_r = ±1, whose gradient at each point is sum over the term's rows there of xi_r g_rs. Each
