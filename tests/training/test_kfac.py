@@ -327,3 +327,25 @@ def test_a_float32_model_takes_float64_steps_and_stays_float32():
     kfac = [row["loss"] for row in result.history if row["phase"] == "kfac"]
     assert all(p.dtype == torch.float32 for p in model.parameters())
     assert len(kfac) == 5 and kfac[-1] < 0.5 * kfac[0]  # measured: 0.091 to 0.025
+
+
+class Branching(nn.Module):
+    """A network whose forward branches on its points' values: no Taylor pass runs it."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.Linear(2, 1).double()
+
+    def forward(self, x):
+        return self.layer(x) if x.sum() > 0 else -self.layer(x)
+
+
+def test_a_model_the_taylor_pass_cannot_run_is_refused_before_training():
+    problem = Poisson(hard_boundary=False)
+    points = PointSampler(
+        problem.domain, 16, 8, "sobol", torch.Generator().manual_seed(1), dtype=torch.float64
+    )
+    settings = TrainSettings(**RUN, kfac={"steps": 2}, progress=False)
+    with pytest.raises(ConfigError, match="KFAC needs the Taylor pass") as refused:
+        fit(problem, Branching(), settings, points)
+    assert "\n" not in str(refused.value)
