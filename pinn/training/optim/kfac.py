@@ -180,9 +180,9 @@ class KFAC(RowSteps):
         parts = [torch.arange(self.offsets[i], self.offsets[i + 1]) for i in self.others]
         return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.long)
 
-    def _tikhonov(self) -> dict[str, float]:
-        """{layer: t} and, under "", the others': `damping` (raised after refusals) times the
-        mean diagonal entry of the block."""
+    def _tikhonov(self) -> dict[str | None, float]:
+        """{layer: t} and, under None, the others': `damping` (raised after refusals) times
+        the mean diagonal entry of the block."""
         damping = self.settings.damping * self.raised
         out = {}
         for name in self.layers:
@@ -190,10 +190,10 @@ class KFAC(RowSteps):
             scale = sum(A.diagonal().mean() * B.diagonal().mean() for A, B in pairs)
             out[name] = damping * float(scale) + torch.finfo(self.dtype).tiny
         if self.diagonal is not None and self.diagonal.numel():
-            out[""] = damping * self.diagonal.mean().item() + torch.finfo(self.dtype).tiny
+            out[None] = damping * self.diagonal.mean().item() + torch.finfo(self.dtype).tiny
         return out
 
-    def _precondition(self, g: torch.Tensor, tikhonov: dict[str, float]) -> torch.Tensor:
+    def _precondition(self, g: torch.Tensor, tikhonov: dict) -> torch.Tensor:
         """(P,) the damped K^-1 g; zero for a layer without factors yet, which no row has
         reached (its gradient is zero too: PirateNet's blocks while their α are 0)."""
         out = torch.zeros_like(g)
@@ -207,7 +207,7 @@ class KFAC(RowSteps):
             self._unblock(out, solved, weight, bias)
         columns = self._other_columns()
         if columns.numel():
-            out[columns] = g[columns] / (self.diagonal + tikhonov[""])
+            out[columns] = g[columns] / (self.diagonal + tikhonov[None])
         return out
 
     def _block(self, flat: torch.Tensor, weight: int, bias: int | None) -> torch.Tensor:
@@ -224,14 +224,14 @@ class KFAC(RowSteps):
         if bias is not None:
             flat[self.offsets[bias] : self.offsets[bias + 1]] = block[:, columns]
 
-    def _damping_vector(self, tikhonov: dict[str, float]) -> torch.Tensor:
+    def _damping_vector(self, tikhonov: dict) -> torch.Tensor:
         """(P,) each parameter's Tikhonov term."""
         out = torch.zeros(self.offsets[-1], dtype=self.dtype)
         for name, pair in self.layers.items():
             for i in pair:
                 if i is not None:
                     out[self.offsets[i] : self.offsets[i + 1]] = tikhonov[name]
-        out[self._other_columns()] = tikhonov.get("", 0.0)
+        out[self._other_columns()] = tikhonov.get(None, 0.0)
         return out
 
     # ---- the step ------------------------------------------------------------------------
