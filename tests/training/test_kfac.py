@@ -6,6 +6,7 @@ and refuses bad settings in one line."""
 
 import io
 import re
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -20,9 +21,10 @@ from pinn.nn import MLP, InputOptions, PirateNet
 from pinn.problem import Dirichlet, Problem
 from pinn.problems.inverse_poisson import InversePoisson
 from pinn.problems.poisson import Poisson
+from pinn.training.distributed import World
 from pinn.training.optim.kfac import KFAC
 from pinn.training.optim.kronecker import damp, kronecker_solve
-from pinn.training.phases import KFACSettings
+from pinn.training.phases import KFACPhase, KFACSettings
 from pinn.training.rows.layer_curvature import LayerCurvatureRows, factored_layers, group_of
 from pinn.training.rows.residual_rows import ResidualRows, parameters
 
@@ -372,3 +374,9 @@ def test_the_preconditioner_is_the_dense_damped_blocks_solve():
     assert torch.allclose(direction[:6].view(2, 3), solved[:, :3], rtol=1e-10, atol=0)
     assert torch.allclose(direction[6:8], solved[:, 3], rtol=1e-10, atol=0)
     assert direction[8].item() == pytest.approx(g[8].item() / (2.0 + 0.2))
+
+
+def test_torchrun_is_refused_in_one_line():
+    with pytest.raises(ConfigError, match="kfac runs on one process") as refused:
+        KFACPhase(KFACSettings()).check(SimpleNamespace(world=World(rank=0, size=2)))
+    assert "\n" not in str(refused.value)
