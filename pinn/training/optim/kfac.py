@@ -101,7 +101,7 @@ class KFAC(RowSteps):
         self.raised = 1.0  # the damping over `settings.damping`, after refusals
         self.iterations = self.evaluations = self.refusals = 0
         self.recent: list[float] = []
-        self.last_length = self.last_ratio = math.nan
+        self.last_length = self.last_ratio = self.last_damping = math.nan
         self.last_alpha = self.last_momentum = math.nan
 
     # ---- state ---------------------------------------------------------------------------
@@ -152,6 +152,7 @@ class KFAC(RowSteps):
             if length > 0:
                 self.previous = length * update
                 self.last_length, self.last_ratio = length, (new_loss / loss).item()
+                self.last_damping = self.settings.damping * self.raised
                 self.raised = max(self.raised / 10, 1.0)
                 self.iterations += 1
                 return new_loss.to(rows.values.dtype), info

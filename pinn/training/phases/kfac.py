@@ -151,7 +151,10 @@ class KFACPhase(Phase):
         last = {}
 
         def on_iteration(loss: torch.Tensor, info: tuple) -> None:
-            search = {GAUSS_NEWTON_PREFIX + "length": optimizer.last_length}
+            search = {
+                GAUSS_NEWTON_PREFIX + "length": optimizer.last_length,
+                GAUSS_NEWTON_PREFIX + "damping": optimizer.last_damping,
+            }
             self.record_iteration(state, parts, loss, info, search, last)
 
         def iterate(n: int) -> tuple[int, str | None]:
