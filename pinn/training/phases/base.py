@@ -105,21 +105,40 @@ class Phase:
             causal.freeze()
         return rows, (rows.terms, causal and causal.seen())
 
-    def record_iteration(
-        self, state: RunState, parts: Parts, loss, info: tuple, extra: dict, last: dict
+    def run_row_steps(
+        self,
+        state: RunState,
+        parts: Parts,
+        optimizer: Any,
+        evaluate: Callable,
+        columns: Callable[[], dict],
     ) -> None:
-        """The history row of an accepted iteration of such a phase: `info` from
-        `rows_at_iterate` (this process's terms, averaged here), `extra` its own columns;
-        `last["loss"]` the loss, for the checkpoint between chunks."""
-        terms, seen = info
-        if state.causal is not None:
-            state.causal.show(seen)
-        terms, loss = state.world.average_loss(terms, loss)
-        parts.watch.require_finite(terms, loss, state.step, self.name)
-        parts.recorder.advance()
-        step, validate = state.step, state.step % state.settings.log_every == 0
-        parts.row(step, self.name, terms, loss, validate=validate, extra=extra)
-        last["loss"] = loss
+        """Run a phase that steps on residual rows (Gauss-Newton, KFAC): `optimizer.iterate`
+        over `evaluate` in chunks (`run_chunks`), the points redrawn every
+        `settings.resample_every`, a history row per accepted iteration with the `columns()` of
+        its step, the causal weights thawed at the end (every later loss makes its own)."""
+        last: dict[str, Any] = {}
+
+        def on_iteration(loss, info: tuple) -> None:
+            terms, seen = info  # `rows_at_iterate`'s: this process's terms, averaged here
+            if state.causal is not None:
+                state.causal.show(seen)
+            terms, loss = state.world.average_loss(terms, loss)
+            parts.watch.require_finite(terms, loss, state.step, self.name)
+            parts.recorder.advance()
+            step, validate = state.step, state.step % state.settings.log_every == 0
+            parts.row(step, self.name, terms, loss, validate=validate, extra=columns())
+            last["loss"] = loss
+
+        def iterate(n: int) -> tuple[int, str | None]:
+            n, _ = self.redraw_if_due(state, self.settings.resample_every, n)
+            return optimizer.iterate(evaluate, n, on_iteration, parts.interrupts.requested)
+
+        try:
+            self.run_chunks(state, parts, iterate, last)
+        finally:
+            if state.causal is not None:
+                state.causal.thaw()
 
     def check(self, state: RunState) -> None:
         """Refuse, with a ConfigError, what this phase cannot train (called before any phase

@@ -9,8 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import torch
-
 from pinn.errors import ConfigError, is_finite_number, require_int
 from pinn.problem.columns import GAUSS_NEWTON_PREFIX
 from pinn.settings import setting
@@ -157,24 +155,13 @@ class GaussNewtonPhase(Phase):
             rows, info = self.rows_at_iterate(causal, fresh, lambda: rows_of(state.batch, jacobian))
             return rows.values, rows.jacobian, info
 
-        last = {}
-
-        def on_iteration(loss: torch.Tensor, info: tuple) -> None:
-            search = {
+        def columns() -> dict[str, float]:
+            return {
                 GAUSS_NEWTON_PREFIX + "length": optimizer.last_length,
                 GAUSS_NEWTON_PREFIX + "damping": optimizer.last_relative_damping,
             }
-            self.record_iteration(state, parts, loss, info, search, last)
 
-        def iterate(n: int) -> tuple[int, str | None]:
-            n, _ = self.redraw_if_due(state, settings.resample_every, n)
-            return optimizer.iterate(evaluate, n, on_iteration, parts.interrupts.requested)
-
-        try:
-            self.run_chunks(state, parts, iterate, last)
-        finally:
-            if causal is not None:
-                causal.thaw()  # every later loss computes its own weights
+        self.run_row_steps(state, parts, optimizer, evaluate, columns)
 
     @staticmethod
     def _weights(state: RunState) -> dict[str, float]:

@@ -148,24 +148,13 @@ class KFACPhase(Phase):
                 return self.rows_at_iterate(causal, False, lambda: rows_of(state.batch))
             return self.rows_at_iterate(causal, True, lambda: curvature_of(state.batch, generator))
 
-        last = {}
-
-        def on_iteration(loss: torch.Tensor, info: tuple) -> None:
-            search = {
+        def columns() -> dict[str, float]:
+            return {
                 GAUSS_NEWTON_PREFIX + "length": optimizer.last_length,
                 GAUSS_NEWTON_PREFIX + "damping": optimizer.last_damping,
             }
-            self.record_iteration(state, parts, loss, info, search, last)
 
-        def iterate(n: int) -> tuple[int, str | None]:
-            n, _ = self.redraw_if_due(state, settings.resample_every, n)
-            return optimizer.iterate(evaluate, n, on_iteration, parts.interrupts.requested)
-
-        try:
-            self.run_chunks(state, parts, iterate, last)
-        finally:
-            if causal is not None:
-                causal.thaw()
+        self.run_row_steps(state, parts, optimizer, evaluate, columns)
 
     def state_dict(self) -> dict[str, Any] | None:
         return None if self.optimizer is None else {"optimizer": self.optimizer.state_dict()}
