@@ -19,9 +19,10 @@ add a zero "probe" to every z_s: the gradient of the rows with respect to the pr
 
 A layer is found by its pattern in the aten graph: its weight's only use is `t(weight)`, whose
 only use is the weight operand of `addmm` (with its bias, when it has one, as the bias operand)
-or `mm`, at points shaped (N, fan_in) carried by the pass. A weight used otherwise (read by the
-forward directly, a FactorizedLinear's scaled product, a layer on (N, L, fan_in) sequences) is
-no such layer: its parameters go to KFAC's diagonal fallback (`pinn.training.optim.kfac`).
+or `mm`, on terms carried by the pass (a layer on (N, L, fan_in) inputs multiplies their
+(N L, fan_in) view: its L rows per point count as more points). A weight used otherwise (read
+by the forward directly, a FactorizedLinear's scaled product) is no such layer: its parameters
+go to KFAC's diagonal fallback (`pinn.training.optim.kfac`).
 """
 
 from __future__ import annotations
