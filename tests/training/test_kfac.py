@@ -31,15 +31,15 @@ RUN = dict(phases=["adam", "kfac"], adam={"steps": 100}, log_every=5)
 
 @pytest.mark.parametrize(
     "settings, fall",
-    [({}, 0.1), ({"approximation": "reduce"}, 0.2), ({"step_rule": "line_search"}, 0.25)],
+    [({}, 0.05), ({"approximation": "reduce"}, 0.3), ({"step_rule": "line_search"}, 0.1)],
 )
 def test_kfac_lowers_poissons_loss_in_a_few_iterations(settings, fall):
     model, result = small_run(**RUN, kfac={"steps": 10, **settings})
     adam_end = [row for row in result.history if row["phase"] == "adam"][-1]["loss"]
     rows = [row for row in result.history if row["phase"] == "kfac"]
     assert len(rows) == 10 and all(row["gn_length"] > 0 for row in rows)
-    # measured from 0.113 after Adam: 0.054 (expand, kfac_star), 0.10 (reduce), 0.12 (the
-    # KFAC direction alone, its search taking lengths 1/128 to 1/32 at this small damping)
+    # measured from 0.113 after Adam: 1.4e-3 (expand, kfac_star), 1.7e-2 (reduce), 2.2e-3 (the
+    # KFAC direction alone, its search taking lengths 1/64 to 1/8 at this small damping)
     assert result.final_loss < fall * adam_end, settings
 
 
@@ -77,9 +77,8 @@ def test_an_inverse_problems_unknown_is_trained():
 def test_resuming_from_any_checkpoint_ends_exactly_like_the_uninterrupted_run(
     written_checkpoints,
 ):
-    settings = dict(
-        RUN, adam={"steps": 20}, kfac={"steps": 12, "resample_every": 5}, checkpoint_every=4
-    )
+    kfac = {"steps": 12, "resample_every": 5, "ema": 0.95}  # the averages must be restored
+    settings = dict(RUN, adam={"steps": 20}, kfac=kfac, checkpoint_every=4)
     model, result = small_run(**settings, fit_options={"checkpoint_path": "unused.pt"})
     written = list(written_checkpoints)
     states = resume_from_each(written, settings, model, result)
@@ -148,7 +147,7 @@ def test_a_float32_model_takes_float64_steps_and_stays_float32():
     model, result = small_run(dtype=torch.float32, **RUN, kfac={"steps": 5})
     kfac = [row["loss"] for row in result.history if row["phase"] == "kfac"]
     assert all(p.dtype == torch.float32 for p in model.parameters())
-    assert len(kfac) == 5 and kfac[-1] < 0.5 * kfac[0]  # measured: 0.091 to 0.025
+    assert len(kfac) == 5 and kfac[-1] < 0.5 * kfac[0]  # measured: 0.091 to 0.013
 
 
 class Branching(nn.Module):
