@@ -9,6 +9,11 @@
 A phase starts where the state is: `state.step - state.phase_start` steps of it are done (a
 resumed run takes up mid-phase, with `saved`, what `state_dict` returned when its checkpoint
 was written). It reports history rows, checkpoints and its entry through `Parts`.
+
+What the phases share lives here too: `run_chunks` (a budget in chunks of `trainer.log_every`,
+checkpoints between them), `redraw_if_due` (new points, refinements, point weights) and, for
+the phases that step on residual rows (Gauss-Newton, KFAC), `rows_at_iterate` and
+`run_row_steps`.
 """
 
 from __future__ import annotations
