@@ -10,7 +10,6 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from test_kronecker import spd
 from test_residual_rows import Dispersive, PeriodicHeat
 from test_trainer import flat, resume_from_each, small_run
 from torch import nn
@@ -21,8 +20,6 @@ from pinn.nn import MLP, InputOptions, PirateNet
 from pinn.problems.inverse_poisson import InversePoisson
 from pinn.problems.poisson import Poisson
 from pinn.training.distributed import World
-from pinn.training.optim.kfac import KFAC
-from pinn.training.optim.kronecker import damp
 from pinn.training.phases import KFACPhase, KFACSettings
 from pinn.training.rows.layer_curvature import factored_layers
 
@@ -170,29 +167,6 @@ def test_a_model_the_taylor_pass_cannot_run_is_refused_before_training():
     with pytest.raises(ConfigError, match="KFAC needs the Taylor pass") as refused:
         fit(problem, Branching(), settings, points)
     assert "\n" not in str(refused.value)
-
-
-def test_the_preconditioner_is_the_dense_damped_blocks_solve():
-    """A Linear layer named "" (the whole model) with two pairs of factors and an unknown by
-    its diagonal: the direction equals the dense solve of the damped blocks, the layer's
-    [W | b] laid out row by row."""
-    layer, unknown = nn.Linear(3, 2).double(), torch.zeros(1, dtype=torch.float64)
-    optimizer = KFAC([layer.weight, layer.bias, unknown], {"": (0, 1)}, KFACSettings(damping=0.1))
-    pairs = [(spd(4, 0), spd(2, 1)), (spd(4, 2), spd(2, 3))]
-    optimizer.factors = {"pde": {"": pairs[0]}, "conditions": {"": pairs[1]}}
-    optimizer.diagonal = torch.tensor([2.0], dtype=torch.float64)
-    g = torch.randn(9, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
-    tikhonov = optimizer._tikhonov()
-    direction = optimizer._precondition(g, tikhonov)
-    scale = sum(A.diagonal().mean() * B.diagonal().mean() for A, B in pairs)
-    assert tikhonov[""] == pytest.approx(0.1 * scale.item())
-    assert tikhonov[None] == pytest.approx(0.1 * 2.0)
-    dense = sum(torch.kron(*reversed(damp(A, B, tikhonov[""] / 2))) for A, B in pairs)
-    block = torch.cat([g[:6].view(2, 3), g[6:8, None]], dim=1).reshape(-1)
-    solved = torch.linalg.solve(dense, block).view(2, 4)
-    assert torch.allclose(direction[:6].view(2, 3), solved[:, :3], rtol=1e-10, atol=0)
-    assert torch.allclose(direction[6:8], solved[:, 3], rtol=1e-10, atol=0)
-    assert direction[8].item() == pytest.approx(g[8].item() / (2.0 + 0.2))
 
 
 def test_torchrun_is_refused_in_one_line():

@@ -58,7 +58,7 @@ import torch
 
 from pinn.errors import CheckpointError
 from pinn.training.optim.grid_search import best_length
-from pinn.training.optim.kronecker import damp, kronecker_solve
+from pinn.training.optim.kfac_curvature import KroneckerCurvature
 from pinn.training.optim.row_steps import RowSteps
 
 if TYPE_CHECKING:
@@ -90,13 +90,7 @@ class KFAC(RowSteps):
         self.params, self.layers, self.settings = list(params), dict(layers), settings
         self.dtype = dtype
         self.stall_window, self.stall_decrease = settings.stall_window, settings.stall_decrease
-        self.offsets = [0]
-        for p in self.params:
-            self.offsets.append(self.offsets[-1] + p.numel())
-        covered = {i for pair in self.layers.values() for i in pair if i is not None}
-        self.others = [i for i in range(len(self.params)) if i not in covered]
-        self.factors: dict[str, dict[str, tuple[torch.Tensor, torch.Tensor]]] = {}
-        self.diagonal: torch.Tensor | None = None
+        self.curvature = KroneckerCurvature([p.shape for p in self.params], self.layers, dtype)
         self.previous: torch.Tensor | None = None
         self.raised = 1.0  # the damping over `settings.damping`, after refusals
         self.iterations = self.evaluations = self.refusals = 0
@@ -108,8 +102,7 @@ class KFAC(RowSteps):
 
     def state_dict(self) -> dict[str, Any]:
         return {
-            "factors": {g: {k: list(v) for k, v in f.items()} for g, f in self.factors.items()},
-            "diagonal": self.diagonal,
+            **self.curvature.state_dict(),
             "previous": self.previous,
             "raised": self.raised,
             "iterations": self.iterations,
@@ -125,8 +118,8 @@ class KFAC(RowSteps):
                 f"this KFAC state lacks {', '.join(missing)}: it was written by another pinn, "
                 "which this one cannot resume: start the run again without resume="
             )
-        self.factors = {g: {k: tuple(v) for k, v in f.items()} for g, f in state["factors"].items()}
-        self.diagonal, self.previous = state["diagonal"], state["previous"]
+        self.curvature.load_state_dict(state)
+        self.previous = state["previous"]
         self.raised = state["raised"]
         self.iterations, self.evaluations = state["iterations"], state["evaluations"]
         self.refusals, self.recent = state["refusals"], list(state["recent"])
@@ -140,11 +133,11 @@ class KFAC(RowSteps):
         r = rows.values.detach().to(self.dtype)
         J, loss = rows.jacobian, r.dot(r)
         g = J.rmv(r)
-        self._average_factors(rows.factors, rows.diagonal.to(self.dtype))
+        self.curvature.average(rows.factors, rows.diagonal, self.settings.ema)
         start = self._flat_params()
         for _ in range(self.settings.max_tries + 1):
-            tikhonov = self._tikhonov()
-            direction = -self._precondition(g, tikhonov)
+            tikhonov = self.curvature.tikhonov(self.settings.damping * self.raised)
+            direction = -self.curvature.precondition(g, tikhonov)
             update = direction
             if self.settings.step_rule == "kfac_star":
                 update = self._kfac_star(J, g, direction, tikhonov)
@@ -161,80 +154,6 @@ class KFAC(RowSteps):
             self.raised *= 10
         return None
 
-    # ---- curvature -----------------------------------------------------------------------
-
-    def _average_factors(self, factors: dict, diagonal: torch.Tensor) -> None:
-        """The moving averages of the factors and of the others' diagonal, by `ema`."""
-        ema = self.settings.ema
-        for group, layers in factors.items():
-            held = self.factors.setdefault(group, {})
-            for name, pair in layers.items():
-                pair = tuple(f.detach().to(self.dtype) for f in pair)
-                old = held.get(name)
-                held[name] = pair if old is None else _blend(old, pair, ema)
-        others = diagonal[self._other_columns()]
-        old = self.diagonal
-        self.diagonal = others if old is None else ema * old + (1 - ema) * others
-
-    def _other_columns(self) -> torch.Tensor:
-        """The flat indices of the parameters without factors."""
-        parts = [torch.arange(self.offsets[i], self.offsets[i + 1]) for i in self.others]
-        return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.long)
-
-    def _tikhonov(self) -> dict[str | None, float]:
-        """{layer: t} and, under None, the others': `damping` (raised after refusals) times
-        the mean diagonal entry of the block."""
-        damping = self.settings.damping * self.raised
-        out = {}
-        for name in self.layers:
-            pairs = [layers[name] for layers in self.factors.values() if name in layers]
-            scale = sum(A.diagonal().mean() * B.diagonal().mean() for A, B in pairs)
-            out[name] = damping * float(scale) + torch.finfo(self.dtype).tiny
-        if self.diagonal is not None and self.diagonal.numel():
-            out[None] = damping * self.diagonal.mean().item() + torch.finfo(self.dtype).tiny
-        return out
-
-    def _precondition(self, g: torch.Tensor, tikhonov: dict) -> torch.Tensor:
-        """(P,) the damped K^-1 g; zero for a layer without factors yet, which no row has
-        reached (its gradient is zero too: PirateNet's blocks while their α are 0)."""
-        out = torch.zeros_like(g)
-        for name, (weight, bias) in self.layers.items():
-            block = self._block(g, weight, bias)
-            pairs = [layers[name] for layers in self.factors.values() if name in layers]
-            if not pairs:
-                continue
-            share = tikhonov[name] / len(pairs)
-            solved = kronecker_solve([damp(A, B, share) for A, B in pairs], block)
-            self._unblock(out, solved, weight, bias)
-        columns = self._other_columns()
-        if columns.numel():
-            out[columns] = g[columns] / (self.diagonal + tikhonov[None])
-        return out
-
-    def _block(self, flat: torch.Tensor, weight: int, bias: int | None) -> torch.Tensor:
-        """(out, in [+ 1]) a layer's entries of the flat vector: [W | b]."""
-        shape = self.params[weight].shape
-        block = flat[self.offsets[weight] : self.offsets[weight + 1]].view(shape)
-        if bias is None:
-            return block
-        return torch.cat([block, flat[self.offsets[bias] : self.offsets[bias + 1]][:, None]], 1)
-
-    def _unblock(self, flat: torch.Tensor, block: torch.Tensor, weight: int, bias: int | None):
-        columns = self.params[weight].shape[1]
-        flat[self.offsets[weight] : self.offsets[weight + 1]] = block[:, :columns].reshape(-1)
-        if bias is not None:
-            flat[self.offsets[bias] : self.offsets[bias + 1]] = block[:, columns]
-
-    def _damping_vector(self, tikhonov: dict) -> torch.Tensor:
-        """(P,) each parameter's Tikhonov term."""
-        out = torch.zeros(self.offsets[-1], dtype=self.dtype)
-        for name, pair in self.layers.items():
-            for i in pair:
-                if i is not None:
-                    out[self.offsets[i] : self.offsets[i + 1]] = tikhonov[name]
-        out[self._other_columns()] = tikhonov.get(None, 0.0)
-        return out
-
     # ---- the step ------------------------------------------------------------------------
 
     def _kfac_star(self, J, g, direction, tikhonov) -> torch.Tensor:
@@ -242,7 +161,7 @@ class KFAC(RowSteps):
         the 2 x 2 system solved in closed form (in Python floats, so that no LAPACK call's
         memory alignment decides its last bits: a resumed run takes the same steps), alpha
         alone at the first iteration or when delta is parallel to Delta."""
-        t = self._damping_vector(tikhonov)
+        t = self.curvature.damping_vector(tikhonov)
         product = J.mv(direction)
         a11 = (product.dot(product) + (t * direction).dot(direction)).item()
         s1 = g.dot(direction).item()
@@ -274,7 +193,3 @@ class KFAC(RowSteps):
             self._set_params(start + length * update)
 
         return best_length(move, measure, self.settings.line_search, loss)
-
-
-def _blend(old: tuple, new: tuple, ema: float) -> tuple:
-    return tuple(ema * o + (1 - ema) * n for o, n in zip(old, new))
