@@ -15,11 +15,13 @@ from test_trainer import flat, resume_from_each, small_run
 from torch import nn
 
 from pinn import ConfigError, TrainSettings, fit
+from pinn.errors import CheckpointError
 from pinn.geometry import PointSampler
 from pinn.nn import MLP, InputOptions, PirateNet
 from pinn.problems.inverse_poisson import InversePoisson
 from pinn.problems.poisson import Poisson
 from pinn.training.distributed import World
+from pinn.training.optim.kfac import KFAC
 from pinn.training.phases import KFACPhase, KFACSettings
 from pinn.training.rows.layer_curvature import factored_layers
 
@@ -173,3 +175,12 @@ def test_torchrun_is_refused_in_one_line():
     with pytest.raises(ConfigError, match="kfac runs on one process") as refused:
         KFACPhase(KFACSettings()).check(SimpleNamespace(world=World(rank=0, size=2)))
     assert "\n" not in str(refused.value)
+
+
+def test_a_state_of_an_older_pinn_is_refused_in_one_line():
+    layer = nn.Linear(2, 1).double()
+    optimizer = KFAC(list(layer.parameters()), {"": (0, 1)}, KFACSettings())
+    state = optimizer.state_dict()
+    del state["previous"]
+    with pytest.raises(CheckpointError, match="KFAC state lacks previous.*without resume="):
+        optimizer.load_state_dict(state)

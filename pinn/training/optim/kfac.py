@@ -56,7 +56,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from pinn.errors import CheckpointError
 from pinn.training.optim.grid_search import best_length
 from pinn.training.optim.kfac_curvature import KroneckerCurvature
 from pinn.training.optim.row_steps import RowSteps
@@ -79,6 +78,8 @@ class KFAC(RowSteps):
         settings: `KFACSettings` (the block `trainer.kfac`).
         dtype: of the factors and solves (float64).
     """
+
+    title = "KFAC"
 
     def __init__(
         self,
@@ -112,12 +113,7 @@ class KFAC(RowSteps):
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        missing = sorted(set(self.state_dict()) - set(state))
-        if missing:
-            raise CheckpointError(
-                f"this KFAC state lacks {', '.join(missing)}: it was written by another pinn, "
-                "which this one cannot resume: start the run again without resume="
-            )
+        self._require_keys(state)
         self.curvature.load_state_dict(state)
         self.previous = state["previous"]
         self.raised = state["raised"]

@@ -69,7 +69,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from pinn.errors import CheckpointError, ConfigError, require_int
+from pinn.errors import ConfigError, require_int
 from pinn.training.distributed import World
 from pinn.training.optim.damped_solves import cholesky_solve, conjugate_gradient
 from pinn.training.optim.grid_search import best_length
@@ -107,6 +107,8 @@ class LevenbergMarquardt(RowSteps):
         cg_tolerance: the conjugate-gradient solve's relative residual.
         probes: "cg" on a matrix-free Jacobian: the Rademacher draws estimating diag(J^T J).
     """
+
+    title = "Levenberg-Marquardt"
 
     def __init__(
         self,
@@ -173,12 +175,7 @@ class LevenbergMarquardt(RowSteps):
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        missing = sorted(set(self.state_dict()) - set(state))
-        if missing:
-            raise CheckpointError(
-                f"this Levenberg-Marquardt state lacks {', '.join(missing)}: it was written by an "
-                "older pinn, which this one cannot resume: start the run again without resume="
-            )
+        self._require_keys(state)
         self.mu, self.nu = state["mu"], state["nu"]
         self.initial_mu = state["initial_mu"]
         self.iterations, self.evaluations = state["iterations"], state["evaluations"]

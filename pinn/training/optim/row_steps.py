@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from pinn.errors import CheckpointError
 from pinn.training.optim.plateau import on_plateau
 
 STALLED = "no damping gave a step that lowers the loss"
@@ -37,8 +38,22 @@ class RowSteps:
     recent: list[float]
     last_ratio: float
 
+    title = "optimiser"  # its name in messages
+
     def step(self, evaluate: Callable) -> tuple[torch.Tensor, Any] | None:
         raise NotImplementedError
+
+    def state_dict(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _require_keys(self, state: dict[str, Any]) -> None:
+        """Refuse a saved state that lacks a key of this one's `state_dict`."""
+        missing = sorted(set(self.state_dict()) - set(state))
+        if missing:
+            raise CheckpointError(
+                f"this {self.title} state lacks {', '.join(missing)}: it was written by an "
+                "older pinn, which this one cannot resume: start the run again without resume="
+            )
 
     def iterate(
         self,
