@@ -184,3 +184,16 @@ def test_a_state_of_an_older_pinn_is_refused_in_one_line():
     del state["previous"]
     with pytest.raises(CheckpointError, match="KFAC state lacks previous.*without resume="):
         optimizer.load_state_dict(state)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [{"causal": {"chunks": 4, "time": "t"}}, {"point_weights": {"method": "rba", "every": 2}}],
+)
+def test_causal_and_point_weights_hold_through_an_iteration_and_it_lowers_their_loss(extra):
+    """The factors' rows are the engine's rows under causal weights (made at the iterate, held
+    through its line search) and point weights; each KFAC row's loss is its step's."""
+    _, result = small_run(problem=PeriodicHeat(), **RUN, kfac={"steps": 6}, **extra)
+    rows = [row for row in result.history if row["phase"] == "kfac"]
+    assert len(rows) == 6 and all(row["gn_length"] > 0 for row in rows)
+    assert rows[-1]["loss"] < rows[0]["loss"]

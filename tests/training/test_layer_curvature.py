@@ -4,12 +4,13 @@ give every row's Jacobian exactly, and the factors equal the Gauss-Newton blocks
 
 import pytest
 import torch
-from test_residual_rows import CASES, make, reverse_of_every_row
+from test_residual_rows import CASES, PeriodicHeat, make, reverse_of_every_row
 from torch import nn
 
 from pinn.derivatives.engines import Engine
 from pinn.geometry import Batch, Box, PointSampler
 from pinn.problem import Dirichlet, Problem
+from pinn.problem.causal import CausalSettings, CausalWeighting
 from pinn.problems.poisson import Poisson
 from pinn.training.rows.layer_curvature import LayerCurvatureRows, factored_layers, group_of
 from pinn.training.rows.residual_rows import ResidualRows, parameters
@@ -158,3 +159,17 @@ def test_factors_are_grouped_as_the_pde_and_the_conditions():
         "conditions",
         "conditions",
     ]
+
+
+def test_the_tapped_rows_are_the_engines_under_causal_weights(generator):
+    """The factors' rows replay the residuals with the causal weights of the engine's rows."""
+    problem = PeriodicHeat()
+    model, batch, engine = make(problem, "taylor", generator, n_interior=24, n_boundary=10)
+    causal = CausalWeighting(CausalSettings(chunks=4, tolerance=5.0, time="t"))
+    rows_of = ResidualRows(problem, model, engine, {"periodic": 2.0}, causal=causal)
+    curvature = LayerCurvatureRows(rows_of, "expand", factored_layers(model, batch.interior))
+    recording, vectors = rows_of.record(batch)
+    _, attached, scales = rows_of.assemble(vectors)
+    assert causal.weights.min() < 0.99  # weights worth replaying
+    tapped, _ = curvature._tapped_rows(batch, recording, scales)
+    assert torch.allclose(tapped, attached, rtol=0, atol=1e-12)
