@@ -21,7 +21,7 @@ One iteration, on loss = sum(rows**2) with g = J^T r and G = J^T J:
    factors of each pair (`pinn.training.optim.kronecker.damp`), solved exactly
    (`kronecker_solve`); the other parameters' block diag(estimate) + t. The damping t is
    relative: `damping` times the mean diagonal entry of the block (per layer), so it does not
-   depend on the loss's scale or the layer's width.
+   depend on the loss's scale or the layer's width (`pinn.training.optim.kfac_curvature`).
 3. Step. "kfac_star" (the paper's KFAC*, after Martens & Grosse 2015 §7): the update
    u = alpha Delta + mu delta, delta the previous update, minimising the exact quadratic model
    |r + J u|^2 + u^T diag(t) u over (alpha, mu), a 2 x 2 system from the products J Delta and
