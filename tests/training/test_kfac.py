@@ -30,14 +30,14 @@ RUN = dict(phases=["adam", "kfac"], adam={"steps": 100}, log_every=5)
 
 @pytest.mark.parametrize(
     "settings, fall",
-    [({}, 0.05), ({"approximation": "reduce"}, 0.3), ({"step_rule": "line_search"}, 0.1)],
+    [({}, 0.05), ({"approximation": "reduce"}, 0.5), ({"step_rule": "line_search"}, 0.1)],
 )
 def test_kfac_lowers_poissons_loss_in_a_few_iterations(settings, fall):
     model, result = small_run(**RUN, kfac={"steps": 10, **settings})
     adam_end = [row for row in result.history if row["phase"] == "adam"][-1]["loss"]
     rows = [row for row in result.history if row["phase"] == "kfac"]
     assert len(rows) == 10 and all(row["gn_length"] > 0 for row in rows)
-    # measured from 0.113 after Adam: 1.4e-3 (expand, kfac_star), 1.7e-2 (reduce), 2.2e-3 (the
+    # measured from 0.113 after Adam: 1.8e-3 (expand, kfac_star), 2.8e-2 (reduce), 2.2e-3 (the
     # KFAC direction alone, its search taking lengths 1/64 to 1/8 at this small damping)
     assert result.final_loss < fall * adam_end, settings
 

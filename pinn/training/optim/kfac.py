@@ -188,4 +188,5 @@ class KFAC(RowSteps):
         def move(length: float) -> None:
             self._set_params(start + length * update)
 
-        return best_length(move, measure, self.settings.line_search, loss)
+        backtrack = self.settings.step_rule == "kfac_star"  # its length is the model's
+        return best_length(move, measure, self.settings.line_search, loss, first=backtrack)
