@@ -45,8 +45,8 @@ class KFACSettings:
             paper's 0.95, on fixed points and on points redrawn every iteration (docs, "KFAC").
         step_rule: "kfac_star" (the step and the previous update combined by the exact
             quadratic model, the paper's KFAC*) or "line_search" (the KFAC direction alone).
-        line_search: step lengths 1, 1/2, ..., 1/2^(n-1) tried along each step, the best taken
-            (>= 1).
+        line_search: step lengths 1, 1/2, ..., 1/2^(n-1) tried along each step (>= 1):
+            "kfac_star" takes the first that lowers the loss, "line_search" the best of them.
         max_tries: refused steps in a row, each damping more, before the phase stops (>= 1).
         stall_window, stall_decrease: stop once the last `stall_window` iterations together
             lowered the loss by less than `stall_decrease` of it (a window of 0 = never).
@@ -69,7 +69,11 @@ class KFACSettings:
     step_rule: str = setting(
         "kfac_star", "kfac_star (step and momentum from the exact quadratic model) or line_search"
     )
-    line_search: int = setting(8, "step lengths 1, 1/2, ..., 1/2^(n-1) tried, the best taken")
+    line_search: int = setting(
+        8,
+        "lengths 1, 1/2, ..., 1/2^(n-1): kfac_star takes the first that lowers the loss, "
+        "line_search the lowest",
+    )
     max_tries: int = setting(10, "refused steps in a row (each damping more) before it stops")
     stall_window: int = setting(20, "stop once this many iterations together ...")
     stall_decrease: float = setting(
