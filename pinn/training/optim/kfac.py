@@ -28,7 +28,7 @@ One iteration, on loss = sum(rows**2) with g = J^T r and G = J^T J:
    J delta (matrix-free, `MatrixFreeJacobian`); at the first iteration only alpha. "line_search":
    u = Delta. Then the lengths 1, 1/2, ..., 1/2^(n-1) of u (`line_search`): "kfac_star" takes
    the first that lowers the loss (its length is the model's, so mostly 1, one evaluation: on
-   `poisson` as accurate as the best of the grid and 2.6 times faster), "line_search" the
+   `poisson` as accurate as the best of the grid and two to three times faster), "line_search" the
    lowest of them all, as the Gauss-Newton phase does; when none lowers the loss the
    parameters stay, the damping is raised tenfold and the step solved again (the factors
    kept), `max_tries` times in a row before STALLED; after an accepted step it falls back by

@@ -39,10 +39,11 @@ class KFACSettings:
             diagonal entry (> 0; raised tenfold when no step lowers the loss, back after). Split
             between the factors, it also adds cross terms of about sqrt(damping) relative to
             the block: hence the small default (on `poisson` 1e-11 to 1e-9 did best, 1e-3
-            a hundred times worse).
+            ten to a hundred times worse).
         ema: the factors' moving average, F <- ema F + (1 - ema) F_new, in [0, 1); 0 (each
-            iteration's own factors) did better on `poisson` and `inverse_poisson` than the
-            paper's 0.95, on fixed points and on points redrawn every iteration (docs, "KFAC").
+            iteration's own factors) did better on `poisson` than the paper's 0.95, on fixed
+            points and on points redrawn every iteration, and about as well on
+            `inverse_poisson` (docs, "KFAC").
         step_rule: "kfac_star" (the step and the previous update combined by the exact
             quadratic model, the paper's KFAC*) or "line_search" (the KFAC direction alone).
         line_search: step lengths 1, 1/2, ..., 1/2^(n-1) tried along each step (>= 1):
