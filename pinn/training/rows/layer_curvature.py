@@ -50,6 +50,7 @@ from torch import nn
 from pinn.derivatives.taylor_pass import TaylorModeUnsupported, trace_model
 from pinn.errors import ConfigError
 from pinn.training.optim.jacobian_products import MatrixFreeJacobian
+from pinn.training.optim.kfac_curvature import Factors
 from pinn.training.optim.kfac_layers import LayerRecord, LayerTaps, linear_layers
 from pinn.training.rows.point_quantities import quantity_keys, tapped_quantities
 from pinn.training.rows.residual_rows import ResidualRows, Rows, parameters
@@ -57,7 +58,6 @@ from pinn.training.rows.row_jacobian import Assembly
 
 APPROXIMATIONS = ("expand", "reduce")
 GROUPS = ("pde", "conditions")
-Factors = dict[str, dict[str, tuple[torch.Tensor, torch.Tensor]]]
 
 
 def group_of(term: str) -> str:
@@ -113,38 +113,39 @@ class LayerCurvatureRows:
         recording, vectors = self.rows_of.record(batch)
         rows, attached, scales = self.rows_of.assemble(vectors)
         tapped, records = self._tapped_rows(batch, recording, scales)
-        fallback = [self.params[i] for i in self.fallback]
-        probes = [probe for record in records for probe in record.probes]
-        per_group: dict[str, list[list]] = {}
-        diagonal = [torch.zeros_like(p) for p in fallback]
-        for name, part in rows.layout.items():
-            signs = torch.randint(0, 2, (part.stop - part.start,), generator=generator) * 2 - 1
-            weighted = (tapped[part] * signs.to(tapped)).sum()
-            if not weighted.requires_grad:
-                continue
-            grads = torch.autograd.grad(
-                weighted, probes + fallback, retain_graph=True, allow_unused=True
-            )
-            per_group.setdefault(group_of(name), []).append(_by_record(grads, records))
-            for total, grad in zip(diagonal, grads[len(probes) :]):
-                if grad is not None:
-                    total += grad.detach().square()
+        per_group, diagonal = self._signed_gradients(tapped, rows.layout, records, generator)
         factors = {
             group: _group_factors(records, term_grads, self.approximation)
             for group, term_grads in per_group.items()
         }
-        flat_diagonal = torch.zeros(sum(p.numel() for p in self.params), dtype=torch.float64)
+        jacobian = MatrixFreeJacobian(attached, self.params)
+        return CurvatureRows(rows.values, rows.terms, rows.layout, jacobian, factors, diagonal)
+
+    def _signed_gradients(self, tapped, layout, records, generator) -> tuple[dict, torch.Tensor]:
+        """({group: [each term's probe gradients, by record]}, (P,) the diagonal estimate of
+        the unfactored parameters, zeros elsewhere): one backward pass per term of its rows
+        times random signs (module docstring)."""
+        fallback = [self.params[i] for i in self.fallback]
+        probes = [probe for record in records for probe in record.probes]
+        per_group: dict[str, list[list]] = {}
+        squares = [torch.zeros_like(p) for p in fallback]
+        for name, part in layout.items():
+            signs = torch.randint(0, 2, (part.stop - part.start,), generator=generator) * 2 - 1
+            weighted = (tapped[part] * signs.to(tapped)).sum()
+            if not weighted.requires_grad:
+                continue  # a term the parameters do not reach
+            grads = torch.autograd.grad(
+                weighted, probes + fallback, retain_graph=True, allow_unused=True
+            )
+            per_group.setdefault(group_of(name), []).append(_by_record(grads, records))
+            for total, grad in zip(squares, grads[len(probes) :]):
+                if grad is not None:
+                    total += grad.detach().square()
+        diagonal = torch.zeros(sum(p.numel() for p in self.params), dtype=torch.float64)
         offsets = _offsets(self.params)
-        for i, total in zip(self.fallback, diagonal):
-            flat_diagonal[offsets[i] : offsets[i + 1]] = total.reshape(-1)
-        return CurvatureRows(
-            rows.values,
-            rows.terms,
-            rows.layout,
-            MatrixFreeJacobian(attached, self.params),
-            factors,
-            flat_diagonal,
-        )
+        for i, total in zip(self.fallback, squares):
+            diagonal[offsets[i] : offsets[i + 1]] = total.reshape(-1)
+        return per_group, diagonal
 
     def _tapped_rows(self, batch, recording, scales) -> tuple[torch.Tensor, list[LayerRecord]]:
         """(R,) the rows again, from one tapped Taylor pass per recorded field, and what the
