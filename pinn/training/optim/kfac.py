@@ -108,19 +108,14 @@ class KFAC(RowSteps):
             **self.curvature.state_dict(),
             "previous": self.previous,
             "raised": self.raised,
-            "iterations": self.iterations,
-            "evaluations": self.evaluations,
-            "refusals": self.refusals,
-            "recent": list(self.recent),
+            **self._counters(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self._require_keys(state)
+        self._load_counters(state)
         self.curvature.load_state_dict(state)
         self.previous = state["previous"]
         self.raised = state["raised"]
-        self.iterations, self.evaluations = state["iterations"], state["evaluations"]
-        self.refusals, self.recent = state["refusals"], list(state["recent"])
 
     # ---- iterations ----------------------------------------------------------------------
 

@@ -168,18 +168,13 @@ class LevenbergMarquardt(RowSteps):
             "mu": self.mu,
             "initial_mu": self.initial_mu,
             "nu": self.nu,
-            "iterations": self.iterations,
-            "evaluations": self.evaluations,
-            "refusals": self.refusals,
-            "recent": list(self.recent),
+            **self._counters(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self._require_keys(state)
+        self._load_counters(state)
         self.mu, self.nu = state["mu"], state["nu"]
         self.initial_mu = state["initial_mu"]
-        self.iterations, self.evaluations = state["iterations"], state["evaluations"]
-        self.refusals, self.recent = state["refusals"], list(state["recent"])
 
     # ---- iterations ----------------------------------------------------------------------
 

@@ -37,6 +37,9 @@ class RowSteps:
     stall_decrease: float
     recent: list[float]
     last_ratio: float
+    iterations: int
+    evaluations: int
+    refusals: int
 
     title = "optimiser"  # its name in messages
 
@@ -45,6 +48,21 @@ class RowSteps:
 
     def state_dict(self) -> dict[str, Any]:
         raise NotImplementedError
+
+    def _counters(self) -> dict[str, Any]:
+        """The counters and the plateau's window, for `state_dict`."""
+        return {
+            "iterations": self.iterations,
+            "evaluations": self.evaluations,
+            "refusals": self.refusals,
+            "recent": list(self.recent),
+        }
+
+    def _load_counters(self, state: dict[str, Any]) -> None:
+        """Refuse a saved state that lacks a key of this one's `state_dict`; take its counters."""
+        self._require_keys(state)
+        self.iterations, self.evaluations = state["iterations"], state["evaluations"]
+        self.refusals, self.recent = state["refusals"], list(state["recent"])
 
     def _require_keys(self, state: dict[str, Any]) -> None:
         """Refuse a saved state that lacks a key of this one's `state_dict`."""
