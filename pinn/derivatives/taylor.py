@@ -108,6 +108,7 @@ def taylor_forward(
     *,
     weights: Tensor | None = None,
     pairs: PairSpec | None = None,
+    taps: dict | None = None,
 ) -> Jet:
     """Value, first and second directional derivatives of `model` at x in one forward pass.
 
@@ -123,6 +124,7 @@ def taylor_forward(
             diagonal, one row whatever k), "full", "pairs" or "none" (see `Jet` for shapes).
         weights: (k,) weights w_i of the collapsed sum (all ones if None); "collapsed" only.
         pairs: (P, 2) direction indices (i, j) to carry; "pairs" only.
+        taps: hooks on calls of the traced model (`pinn.derivatives.taylor_pass.propagate`).
 
     Returns:
         A `Jet` (value, first, second), differentiable in the model's parameters.
@@ -135,7 +137,7 @@ def taylor_forward(
         raise ValueError(f"points must be floats of shape (N, d), got {x.dtype} {tuple(x.shape)}")
     directions, k = _checked_directions(directions, x)
     order = make_order(second, k, weights, pairs, x)
-    terms = propagate(trace_model(model, x), model, x, _seed(directions, x), order)
+    terms = propagate(trace_model(model, x), model, x, _seed(directions, x), order, taps)
     if terms.value.ndim == 1:  # an (N,) output counts as one output
         terms = type(terms)(*(t[..., None] for t in terms))
     if terms.value.ndim != 2 or terms.value.shape[0] != x.shape[0]:

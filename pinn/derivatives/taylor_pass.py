@@ -92,20 +92,34 @@ def traced_size(model: object) -> int:
     return max((len(traced.program) for traced in _CACHE.get(id(model), {}).values()), default=0)
 
 
-def propagate(traced: Traced, model: Callable, x: Tensor, first: Tensor, order: Order) -> Terms:
+def propagate(
+    traced: Traced,
+    model: Callable,
+    x: Tensor,
+    first: Tensor,
+    order: Order,
+    taps: dict[int, Callable] | None = None,
+) -> Terms:
     """The model's terms at the (N, d) points x: value (N, m), first (k, N, m), second.
 
     first: the seed directions, (k, d) broadcast as (k, 1, d), or (k, N, d) per point.
     second: (order.rows, N, m), zeros where the model is affine in x.
+    taps: {position of a call in `traced.program`: tap(args, result) -> result}, each called
+        after that call's rule with its resolved arguments and result, returning what the pass
+        carries on (`pinn.training.optim.kfac_layers` reads a Linear layer's input terms and
+        adds probes to its output's, for KFAC's factors).
     """
     if traced.unsupported:
         raise TaylorModeUnsupported(unsupported_message(traced.unsupported))
     # Plain lists and tuples only (not the fx graph), so torch.compile can trace this loop.
     values: list[object] = [*_state(model), Terms(x, first, None)]
-    for call in traced.program:
+    for position, call in enumerate(traced.program):
         args, kwargs = _resolve(call.args, values), _resolve(call.kwargs, values)
         if call.rule is not None:
-            values.append(call.rule(order, *args, **kwargs))
+            result = call.rule(order, *args, **kwargs)
+            if taps and position in taps:
+                result = taps[position](args, result)
+            values.append(result)
         else:
             values.append(call.target(*args, **kwargs))
     output = _single_output(_resolve(traced.output, values))

@@ -5,7 +5,7 @@
                                                        checkpoint, phase change, the end
     TrainSettings                                      how to train, checked when made
     AdamSettings, LBFGSSettings, GaussNewtonSettings,  the phases' settings blocks
-      BFGSSettings
+      BFGSSettings, KFACSettings
     PHASES                                             the registered phases, by name
     RunState, FitResult                                a run's state (what a checkpoint
                                                        holds), what fit returns
@@ -15,8 +15,9 @@
 
 Folders: phases/ (one module per phase, each reading top to bottom; parts: what they call),
 optim/ (the optimisers' algebra: the quasi-Newton iterations and their line search, L-BFGS,
-dense self-scaled BFGS, Levenberg-Marquardt, damped solves, Jacobian products, schedules),
-rows/ (the loss as residual rows and their Jacobian, for Gauss-Newton),
+dense self-scaled BFGS, Levenberg-Marquardt, KFAC and its Kronecker solves, damped solves,
+Jacobian products, schedules), rows/ (the loss as residual rows and their Jacobian, for
+Gauss-Newton, and their Kronecker factors per layer, for KFAC),
 strategies/ (loss weighting, time-marching). Beside them, the parts a phase calls at its
 cadence: step_loss (the loss of a batch, eager or compiled), recording (history rows, progress),
 checkpoints (the files, and when and who writes them), divergence (non-finite losses),
@@ -39,6 +40,7 @@ from pinn.training.phases import (
     AdamSettings,
     BFGSSettings,
     GaussNewtonSettings,
+    KFACSettings,
     LBFGSSettings,
 )
 from pinn.training.rows.residual_rows import ResidualRows, Rows
@@ -52,6 +54,7 @@ __all__ = [
     "LBFGSSettings",
     "GaussNewtonSettings",
     "BFGSSettings",
+    "KFACSettings",
     "CHECKPOINT_NAME",
     "HISTORY_NAME",
     "WEIGHTINGS",

@@ -24,6 +24,7 @@ from pinn.training.phases import (
     AdamSettings,
     BFGSSettings,
     GaussNewtonSettings,
+    KFACSettings,
     LBFGSSettings,
     phase_class,
 )
@@ -36,14 +37,16 @@ class TrainSettings:
 
     Attributes:
         phases: the training methods, run in this order (`pinn.training.phases`): "adam",
-            "lbfgs", "gauss_newton", "bfgs"; each has its settings block, the field of its name (a
-            dict of its keys is taken too). A phase of 0 steps is skipped.
+            "lbfgs", "gauss_newton", "bfgs", "kfac"; each has its settings block, the field of its
+            name (a dict of its keys is taken too). A phase of 0 steps is skipped.
         adam: `AdamSettings` (steps, lr, lr_decay, schedule, resample_every, refine_every).
         lbfgs: `LBFGSSettings` (steps, tolerance, stall_window, stall_decrease, history_size,
             resample_every, refine_every).
         gauss_newton: `GaussNewtonSettings` (steps, damping, line_search, solver, max_tries,
             stall_window, stall_decrease, dense_limit, cg_iterations, preconditioner,
             sketch_size, resample_every, refine_every, adapt_damping).
+        kfac: `KFACSettings` (steps, approximation, damping, ema, step_rule, line_search,
+            max_tries, stall_window, stall_decrease, resample_every, refine_every).
         bfgs: `BFGSSettings` (steps, update, loss_transform, tolerance, stall_window,
             stall_decrease, resample_every, refine_every, max_parameters). Every phase's
             `refine_every` refines its points by residual (`refinement.method`) at that
@@ -84,8 +87,8 @@ class TrainSettings:
     """
 
     phases: list[str] = setting(
-        help="training methods in order: adam, lbfgs, gauss_newton, bfgs (a phase may repeat; "
-        "0 steps = skipped)",
+        help="training methods in order: adam, lbfgs, gauss_newton, bfgs, kfac (a phase may "
+        "repeat; 0 steps = skipped)",
         factory=lambda: ["adam", "lbfgs"],
     )
     adam: AdamSettings = setting(help="Adam with a decaying learning rate", factory=AdamSettings)
@@ -99,6 +102,10 @@ class TrainSettings:
     bfgs: BFGSSettings = setting(
         help="dense (self-scaled) BFGS on the last points drawn, strong Wolfe line search",
         factory=BFGSSettings,
+    )
+    kfac: KFACSettings = setting(
+        help="KFAC: Gauss-Newton steps with Kronecker-factored curvature per Linear layer",
+        factory=KFACSettings,
     )
     weighting: str = setting(
         "fixed", "loss weights: fixed (problem.weights) or lra (learning-rate annealing, Adam only)"

@@ -12,6 +12,7 @@ EXPECTED = {
     "convection_one_network": ("convection", "windows.count", 0),
     "cylinder_gauss_newton": ("cylinder", "trainer.phases", ["adam", "lbfgs", "gauss_newton"]),
     "helmholtz_deepxde": ("helmholtz", "model.width", 150),
+    "poisson_kfac": ("poisson", "trainer.phases", ["adam", "kfac"]),
     "poisson_soft": ("poisson", "problem.params", {"hard_boundary": False}),
 }
 

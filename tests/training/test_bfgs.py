@@ -8,7 +8,7 @@ import re
 
 import pytest
 import torch
-from test_trainer import flat, small_run
+from test_trainer import resume_from_each, small_run
 
 import pinn.training.optim.quasi_newton as quasi_newton
 from pinn import ConfigError, TrainSettings
@@ -273,25 +273,14 @@ def test_bad_settings_and_too_large_a_network_are_refused_before_training():
     assert "\n" not in said
 
 
-def untimed(history):
-    return repr([{k: v for k, v in row.items() if k != "time_s"} for row in history])
-
-
 def test_resuming_from_any_checkpoint_ends_exactly_like_the_uninterrupted_run(
     written_checkpoints,
 ):
     settings = dict(**RUN, bfgs={"steps": 20, "resample_every": 7}, checkpoint_every=4)
     model, result = small_run(**settings, fit_options={"checkpoint_path": "unused.pt"})
-    written, phases = list(written_checkpoints), []
-    for data in written:
-        state = torch.load(io.BytesIO(data), weights_only=True)
-        phases.append(state["training"]["phase"])
-        options = {"checkpoint_path": "unused.pt", "resume_from": state}
-        resumed_model, resumed = small_run(**settings, fit_options=options)
-        where = f"resumed at step {state['step']} ({phases[-1]})"
-        assert torch.equal(flat(resumed_model), flat(model)), where
-        assert resumed.final_loss == result.final_loss, where
-        assert untimed(resumed.history) == untimed(result.history), where
+    written = list(written_checkpoints)
+    states = resume_from_each(written, settings, model, result)
+    phases = [state["training"]["phase"] for state in states]
     assert phases.count("bfgs") >= 3 and phases[-1] == "done"
     in_bfgs = [data for data, phase in zip(written, phases) if phase == "bfgs"]
     saved = torch.load(io.BytesIO(in_bfgs[-1]), weights_only=True)["training"]["phase_state"]

@@ -1,6 +1,7 @@
 """The training loop: reproducible, resamples when asked, stops cleanly on a NaN loss."""
 
 import csv
+import io
 import math
 
 import pytest
@@ -50,6 +51,27 @@ def small_run(
 
 def flat(model):
     return torch.cat([p.detach().flatten() for p in model.parameters()])
+
+
+def untimed(history):
+    return repr([{k: v for k, v in row.items() if k != "time_s"} for row in history])
+
+
+def resume_from_each(written, settings, model, result) -> list[dict]:
+    """Resume `small_run(**settings)` from each checkpoint in `written` (serialised, the
+    `written_checkpoints` fixture's) and require the uninterrupted run's parameters, final loss
+    and history (but its times) bit for bit; returns the checkpoints' states."""
+    states = []
+    for data in written:
+        state = torch.load(io.BytesIO(data), weights_only=True)
+        states.append(state)
+        options = {"checkpoint_path": "unused.pt", "resume_from": state}
+        resumed_model, resumed = small_run(**settings, fit_options=options)
+        where = f"resumed at step {state['step']} ({state['training']['phase']})"
+        assert torch.equal(flat(resumed_model), flat(model)), where
+        assert resumed.final_loss == result.final_loss, where
+        assert untimed(resumed.history) == untimed(result.history), where
+    return states
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

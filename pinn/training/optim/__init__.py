@@ -7,7 +7,12 @@
     BFGS                          a dense float64 inverse Hessian, plain or self-scaled
                                   updates (bfgs)
     LevenbergMarquardt            damped Gauss-Newton steps on residual rows
-                                  (levenberg_marquardt)
+                                  (levenberg_marquardt; the iterations it shares with KFAC:
+                                  row_steps; their line search: grid_search)
+    KFAC                          Gauss-Newton steps with Kronecker-factored curvature per
+                                  Linear layer (kfac; its layers in the Taylor pass:
+                                  kfac_layers; its averaged factors and preconditioner:
+                                  kfac_curvature; the solves: kronecker)
     cholesky_solve,               the damped normal equations, dense or matrix-free
       conjugate_gradient            (damped_solves)
     NystromSketch                 the conjugate gradients' randomised Nyström preconditioner

@@ -74,12 +74,13 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from pinn.errors import CheckpointError, ConfigError, require_int
+from pinn.errors import ConfigError, require_int
 from pinn.training.distributed import World
 from pinn.training.optim.damped_solves import cholesky_solve, conjugate_gradient
+from pinn.training.optim.grid_search import best_length
 from pinn.training.optim.jacobian_products import DenseJacobian
 from pinn.training.optim.nystrom import NystromSketch
-from pinn.training.optim.plateau import on_plateau
+from pinn.training.optim.row_steps import STALLED, RowSteps, plateau_reason  # noqa: F401
 
 if TYPE_CHECKING:  # the settings' module runs this algorithm: imported for the hints only
     from pinn.training.phases.gauss_newton import GaussNewtonSettings
@@ -87,19 +88,13 @@ if TYPE_CHECKING:  # the settings' module runs this algorithm: imported for the 
 SOLVERS = ("auto", "parameters", "rows", "cg")
 PRECONDITIONERS = ("jacobi", "nystrom")  # of the "cg" solver
 SKETCH_STREAM = 1 << 32  # the Nyström draws' seeds: the evaluation count plus this (not probes')
-STALLED = "no damping gave a step that lowers the loss"
 SHORT_STEP = 1 / 8  # a line search's length at or below which mu is raised (`_accept`)
 
 # evaluate(jacobian) -> (rows (R,), J (R, P) or None, info), at the current parameters.
 Evaluate = Callable[[bool], tuple[torch.Tensor, "torch.Tensor | None", Any]]
 
 
-def plateau_reason(window: int, decrease: float) -> str:
-    """Why `iterate` stopped on a plateau."""
-    return f"the last {window} iterations lowered the loss by less than {decrease:g} of it"
-
-
-class LevenbergMarquardt:
+class LevenbergMarquardt(RowSteps):
     """Levenberg-Marquardt over `params`, one `iterate` call per chunk of iterations.
 
     Args:
@@ -121,6 +116,8 @@ class LevenbergMarquardt:
         cg_tolerance: the conjugate-gradient solve's relative residual.
         probes: "cg" on a matrix-free Jacobian: the Rademacher draws estimating diag(J^T J).
     """
+
+    title = "Levenberg-Marquardt"
 
     def __init__(
         self,
@@ -185,49 +182,15 @@ class LevenbergMarquardt:
             "mu": self.mu,
             "initial_mu": self.initial_mu,
             "nu": self.nu,
-            "iterations": self.iterations,
-            "evaluations": self.evaluations,
-            "refusals": self.refusals,
-            "recent": list(self.recent),
+            **self._counters(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        missing = sorted(set(self.state_dict()) - set(state))
-        if missing:
-            raise CheckpointError(
-                f"this Levenberg-Marquardt state lacks {', '.join(missing)}: it was written by an "
-                "older pinn, which this one cannot resume: start the run again without resume="
-            )
+        self._load_counters(state)
         self.mu, self.nu = state["mu"], state["nu"]
         self.initial_mu = state["initial_mu"]
-        self.iterations, self.evaluations = state["iterations"], state["evaluations"]
-        self.refusals, self.recent = state["refusals"], list(state["recent"])
 
     # ---- iterations ----------------------------------------------------------------------
-
-    def iterate(
-        self,
-        evaluate: Evaluate,
-        max_iter: int,
-        on_iteration: Callable[[torch.Tensor, Any], None],
-        stop: Callable[[], bool] | None = None,
-    ) -> tuple[int, str | None]:
-        """Run up to `max_iter` iterations; returns (iterations done, why it must stop).
-
-        The reason is STALLED (no damping lowered the loss; the parameters stay where they
-        were), a plateau (`plateau_reason`) or None. `stop()`, asked after each iteration,
-        ends the chunk early (reason None).
-        """
-        for done in range(max_iter):
-            accepted = self.step(evaluate)
-            if accepted is None:
-                return done, STALLED
-            loss, info = accepted
-            on_iteration(loss, info)
-            why = self._plateau(loss.item(), self.last_ratio)
-            if why is not None or (stop is not None and stop()):
-                return done + 1, why
-        return max_iter, None
 
     def step(self, evaluate: Evaluate) -> tuple[torch.Tensor, Any] | None:
         """One iteration: (the new loss, its info), or None when every try was refused."""
@@ -273,21 +236,19 @@ class LevenbergMarquardt:
         loss (the parameters are then left at the last length tried).
 
         Without a line search only the full step is tried. With one, every length of the grid
-        1, 1/2, ..., 1/2^(line_search - 1) is tried and the lowest loss taken: the Gauss-Newton
-        direction of a PINN is good, its length often too long by a factor 2 to 16, and a grid
-        costs a few evaluations of the rows, cheap beside one of their Jacobian."""
-        best_length, best_loss, best_info = 0.0, loss, None
-        for k in range(max(self.line_search, 1)):
-            length = 0.5**k
-            self._set_params(start + length * delta)
+        1, 1/2, ..., 1/2^(line_search - 1) is tried and the lowest loss taken
+        (`pinn.training.optim.grid_search`)."""
+
+        def measure():
             new_rows, _, info = evaluate(False)
             self.evaluations += 1
             (new_loss,) = self._average(new_rows.detach().to(self.dtype).square().sum())
-            if new_loss.item() < best_loss.item():  # NaN fails too
-                best_length, best_loss, best_info = length, new_loss, info
-        if best_length > 0 and best_length != length:
-            self._set_params(start + best_length * delta)
-        return best_length, best_loss, best_info
+            return new_loss, info
+
+        def move(length: float) -> None:
+            self._set_params(start + length * delta)
+
+        return best_length(move, measure, self.line_search, loss)
 
     def _accept(self, rho: float, length: float) -> None:
         """Move mu after an accepted step of gain ratio rho and length `length`.
@@ -315,18 +276,6 @@ class LevenbergMarquardt:
         floor = torch.finfo(self.dtype).eps * max(diagonal.max().item(), 1e-300)
         self.mu = max(self.mu * self.nu, floor)
         self.nu *= 2
-
-    def _plateau(self, loss: float, ratio: float) -> str | None:
-        """Whether the recent steps, chained, lowered the loss too little; `loss` is the last
-        step's new loss, `ratio` that over its iterate's loss, both measured alike.
-
-        The window holds the loss chained through each step's own ratio, not the losses as
-        reported: where `evaluate` reweights the rows at each iterate (causal weights, which
-        open up and raise the loss as the earlier times are fitted) a rise between iterates is
-        no lack of progress. With fixed rows the chain is the loss itself."""
-        chained = self.recent[-1] * ratio if self.recent else loss
-        self.recent, flat = on_plateau(self.recent, chained, self.stall_window, self.stall_decrease)
-        return plateau_reason(self.stall_window, self.stall_decrease) if flat else None
 
     # ---- the damped normal equations ----------------------------------------------------------
 
@@ -395,17 +344,3 @@ class LevenbergMarquardt:
         tensors = [t.clone() if self.world.size > 1 else t for t in tensors]
         self.world.average_(tensors)
         return tensors
-
-    # ---- parameters ----------------------------------------------------------------------
-
-    def _flat_params(self) -> torch.Tensor:
-        return torch.cat([p.detach().reshape(-1).to(self.dtype) for p in self.params])
-
-    def _set_params(self, flat: torch.Tensor) -> None:
-        """Write `flat` into the parameters, through `.data`: a matrix-free Jacobian's graph
-        saved them, and a refused step puts back the very values it was made at, so its
-        products stay valid (`MatrixFreeJacobian` checks that they are)."""
-        offset = 0
-        for p in self.params:
-            p.data.copy_(flat[offset : offset + p.numel()].view_as(p))
-            offset += p.numel()

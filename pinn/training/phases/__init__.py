@@ -28,6 +28,7 @@ from pinn.training.phases.adam import AdamPhase, AdamSettings
 from pinn.training.phases.base import Phase
 from pinn.training.phases.bfgs import BFGSPhase, BFGSSettings
 from pinn.training.phases.gauss_newton import GaussNewtonPhase, GaussNewtonSettings
+from pinn.training.phases.kfac import KFACPhase, KFACSettings
 from pinn.training.phases.lbfgs import LBFGSPhase, LBFGSSettings
 
 PHASES: dict[str, type[Phase]] = {
@@ -35,6 +36,7 @@ PHASES: dict[str, type[Phase]] = {
     LBFGSPhase.name: LBFGSPhase,
     GaussNewtonPhase.name: GaussNewtonPhase,
     BFGSPhase.name: BFGSPhase,
+    KFACPhase.name: KFACPhase,
 }
 
 
@@ -56,6 +58,8 @@ __all__ = [
     "BFGSSettings",
     "GaussNewtonPhase",
     "GaussNewtonSettings",
+    "KFACPhase",
+    "KFACSettings",
     "LBFGSPhase",
     "LBFGSSettings",
     "Phase",

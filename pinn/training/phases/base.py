@@ -9,6 +9,11 @@
 A phase starts where the state is: `state.step - state.phase_start` steps of it are done (a
 resumed run takes up mid-phase, with `saved`, what `state_dict` returned when its checkpoint
 was written). It reports history rows, checkpoints and its entry through `Parts`.
+
+What the phases share lives here too: `run_chunks` (a budget in chunks of `trainer.log_every`,
+checkpoints between them), `redraw_if_due` (new points, refinements, point weights) and, for
+the phases that step on residual rows (Gauss-Newton, KFAC), `rows_at_iterate` and
+`run_row_steps`.
 """
 
 from __future__ import annotations
@@ -90,6 +95,55 @@ class Phase:
             changed = True
         intervals = [k - done % k for k in (every, refine_every, weigh_every) if k]
         return min([n, *intervals]), changed
+
+    @staticmethod
+    def rows_at_iterate(causal, fresh: bool, make: Callable[[], Any]) -> tuple[Any, tuple]:
+        """(rows, info): `make()`'s rows (anything with `terms`) for a phase that steps on
+        residual rows (Gauss-Newton, KFAC), and (their terms, the causal weights seen). Causal
+        weights: made afresh at an iterate (`fresh`: the Jacobian's or the factors'
+        evaluation), then held for the trial steps from it, so that a line search compares one
+        loss; they travel with the terms, so the search keeps the best try's."""
+        if causal is not None and fresh:
+            causal.thaw()
+        rows = make()
+        if causal is not None and fresh:
+            causal.freeze()
+        return rows, (rows.terms, causal and causal.seen())
+
+    def run_row_steps(
+        self,
+        state: RunState,
+        parts: Parts,
+        optimizer: Any,
+        evaluate: Callable,
+        columns: Callable[[], dict],
+    ) -> None:
+        """Run a phase that steps on residual rows (Gauss-Newton, KFAC): `optimizer.iterate`
+        over `evaluate` in chunks (`run_chunks`), the points redrawn every
+        `settings.resample_every`, a history row per accepted iteration with the `columns()` of
+        its step, the causal weights thawed at the end (every later loss makes its own)."""
+        last: dict[str, Any] = {}
+
+        def on_iteration(loss, info: tuple) -> None:
+            terms, seen = info  # `rows_at_iterate`'s: this process's terms, averaged here
+            if state.causal is not None:
+                state.causal.show(seen)
+            terms, loss = state.world.average_loss(terms, loss)
+            parts.watch.require_finite(terms, loss, state.step, self.name)
+            parts.recorder.advance()
+            step, validate = state.step, state.step % state.settings.log_every == 0
+            parts.row(step, self.name, terms, loss, validate=validate, extra=columns())
+            last["loss"] = loss
+
+        def iterate(n: int) -> tuple[int, str | None]:
+            n, _ = self.redraw_if_due(state, self.settings.resample_every, n)
+            return optimizer.iterate(evaluate, n, on_iteration, parts.interrupts.requested)
+
+        try:
+            self.run_chunks(state, parts, iterate, last)
+        finally:
+            if state.causal is not None:
+                state.causal.thaw()
 
     def check(self, state: RunState) -> None:
         """Refuse, with a ConfigError, what this phase cannot train (called before any phase

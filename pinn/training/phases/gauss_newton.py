@@ -9,8 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import torch
-
 from pinn.errors import ConfigError, is_finite_number, require_int
 from pinn.problem.columns import GAUSS_NEWTON_PREFIX
 from pinn.settings import setting
@@ -159,7 +157,7 @@ class GaussNewtonPhase(Phase):
         self.optimizer: LevenbergMarquardt | None = None
 
     def run(self, state: RunState, parts: Parts, saved: dict[str, Any] | None) -> None:
-        settings, log_every = self.settings, state.settings.log_every
+        settings = self.settings
         optimizer = LevenbergMarquardt(
             state.parameters,  # the Jacobian's columns: the network's, then the unknowns
             settings,
@@ -179,42 +177,17 @@ class GaussNewtonPhase(Phase):
         )
 
         def evaluate(jacobian: bool):
-            # Causal weights: fresh at each iterate (the Jacobian's evaluation), then fixed for
-            # the trial steps from it, so that the line search compares one loss.
-            if causal is not None and jacobian:
-                causal.thaw()
-            rows = rows_of(state.batch, jacobian)
-            if causal is not None and jacobian:
-                causal.freeze()
-            # The causal weights travel with the terms: the line search keeps the best try's.
-            return rows.values, rows.jacobian, (rows.terms, causal and causal.seen())
+            fresh = bool(jacobian)  # the Jacobian's evaluation: fresh causal weights
+            rows, info = self.rows_at_iterate(causal, fresh, lambda: rows_of(state.batch, jacobian))
+            return rows.values, rows.jacobian, info
 
-        last = {}
-
-        def on_iteration(loss: torch.Tensor, info: tuple) -> None:
-            terms, seen = info
-            if causal is not None:
-                causal.show(seen)
-            terms, loss = state.world.average_loss(terms, loss)  # terms are this process's
-            parts.watch.require_finite(terms, loss, state.step, self.name)
-            parts.recorder.advance()
-            step = state.step
-            search = {
+        def columns() -> dict[str, float]:
+            return {
                 GAUSS_NEWTON_PREFIX + "length": optimizer.last_length,
                 GAUSS_NEWTON_PREFIX + "damping": optimizer.last_relative_damping,
             }
-            parts.row(step, self.name, terms, loss, validate=step % log_every == 0, extra=search)
-            last["loss"] = loss
 
-        def iterate(n: int) -> tuple[int, str | None]:
-            n, _ = self.redraw_if_due(state, settings.resample_every, n)
-            return optimizer.iterate(evaluate, n, on_iteration, parts.interrupts.requested)
-
-        try:
-            self.run_chunks(state, parts, iterate, last)
-        finally:
-            if causal is not None:
-                causal.thaw()  # every later loss computes its own weights
+        self.run_row_steps(state, parts, optimizer, evaluate, columns)
 
     @staticmethod
     def _weights(state: RunState) -> dict[str, float]:

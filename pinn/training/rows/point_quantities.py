@@ -99,9 +99,21 @@ def autograd_quantities(
 
 
 class _PointPass(nn.Module):
-    """The planned quantities of `model` at one point, by one Taylor pass: (1, d) -> (q,)."""
+    """The planned quantities of `model` at N points, by one Taylor pass: (N, d) -> (N, q).
 
-    def __init__(self, model: nn.Module, keys: Sequence[Key], requests: Requests, dim: int):
+    `collapse`: a Laplacian asked for alone (no other second derivative) is carried as one
+    collapsed row (the forward Laplacian) rather than d diagonal ones; `taps` go to the pass
+    (`pinn.derivatives.taylor_pass.propagate`), which then runs even for values alone.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        keys: Sequence[Key],
+        requests: Requests,
+        dim: int,
+        collapse: bool = False,
+    ):
         super().__init__()
         self.model, self.keys = model, list(keys)
         mixed = {i for pair in requests.mixed for i in pair}
@@ -109,46 +121,51 @@ class _PointPass(nn.Module):
         self.directions = sorted(wanted | (set(range(dim)) if requests.laplacian else set()))
         diagonal = requests.diagonal or requests.laplacian
         self.mode = "full" if requests.mixed else ("diagonal" if diagonal else "none")
+        if collapse and self.mode == "diagonal" and not requests.diagonal:
+            self.mode = "collapsed"
         self.highest: dict[int, int] = {}  # input -> the highest order >= 3 asked along it
         for i, n in requests.higher:
             self.highest[i] = max(n, self.highest.get(i, 0))
 
-    def forward(self, point: torch.Tensor) -> torch.Tensor:
+    def forward(self, point: torch.Tensor, taps: dict | None = None) -> torch.Tensor:
         series = {i: taylor_derivatives(self.model, point, i, n) for i, n in self.highest.items()}
-        if not self.directions:
+        if not self.directions and not taps:
             value = self.model(point)
             value = value[:, None] if value.ndim == 1 else value
-            return torch.stack([_pick(value, series, key) for key in self.keys])
-        jet = taylor_forward(self.model, point, self.directions, self.mode)
-        at = self.directions.index
+            return torch.stack([_pick(value, series, key) for key in self.keys], dim=1)
+        directions = self.directions or [0]  # values alone, through the pass for its taps
+        jet = taylor_forward(self.model, point, directions, self.mode, taps=taps)
+        at = directions.index
 
         def second(k: int, i: int, j: int) -> torch.Tensor:
             if self.mode == "full":
-                return jet.second[0, k, at(i), at(j)]
-            return jet.second[0, k, at(i)]
+                return jet.second[:, k, at(i), at(j)]
+            return jet.second[:, k, at(i)]
 
         picked = []
         for key in self.keys:
             kind, k = key[0], key[1]
             if kind == "value":
-                picked.append(jet.value[0, k])
+                picked.append(jet.value[:, k])
             elif kind == "first":
-                picked.append(jet.first[0, k, at(key[2])])
+                picked.append(jet.first[:, k, at(key[2])])
             elif kind == "second":
                 picked.append(second(k, key[2], key[3]))
+            elif kind == "laplacian" and self.mode == "collapsed":
+                picked.append(jet.second[:, k])
             elif kind == "laplacian":
                 picked.append(sum(second(k, i, i) for i in range(point.shape[1])))
             else:
                 picked.append(_pick(jet.value, series, key))
-        return torch.stack(picked)
+        return torch.stack(picked, dim=1)
 
 
 def _pick(value: torch.Tensor, series: dict, key: Key) -> torch.Tensor:
-    """A value key from the (1, m) values, or a "higher" one from the univariate series."""
+    """(N,) a value key from the (N, m) values, or a "higher" one from the univariate series."""
     if key[0] == "value":
-        return value[0, key[1]]
+        return value[:, key[1]]
     _, k, i, n = key
-    return series[i].derivatives[0, k, n - 1]
+    return series[i].derivatives[:, k, n - 1]
 
 
 def taylor_carries(model: nn.Module, x: torch.Tensor, requests: Requests) -> bool:
@@ -168,10 +185,24 @@ def taylor_quantities(
 
     def at_point(flat_theta: dict, point: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         state = {f"model.{name}": flat_theta[name] for name in names}
-        out = torch.func.functional_call(point_pass, state, (point[None],))
+        out = torch.func.functional_call(point_pass, state, (point[None],))[0]
         return out, out
 
     per_point = torch.func.jacrev(at_point, has_aux=True)
     jacobian, value = torch.func.vmap(per_point, in_dims=(None, 0))(theta, x)
     pieces = [jacobian[name].reshape(x.shape[0], len(keys), -1) for name in names]
     return value.detach(), torch.cat(pieces, dim=2).detach()
+
+
+def tapped_quantities(
+    model: nn.Module, x: torch.Tensor, keys: Sequence[Key], requests: Requests, taps: dict
+) -> torch.Tensor:
+    """(N, q) quantities at the (N, d) points x by one Taylor pass over all of them, the
+    Laplacian collapsed, `taps` on the pass's calls (KFAC's factors: `pinn.training.optim.
+    kfac_layers`); attached to the parameters and to whatever the taps add."""
+    if requests.higher:
+        raise ConfigError(
+            "KFAC carries derivatives up to the second order; this residual asks for one of "
+            "order 3 or more: train it with trainer.phases=[adam,gauss_newton] or [adam,lbfgs]"
+        )
+    return _PointPass(model, keys, requests, x.shape[1], collapse=True)(x, taps)

@@ -134,20 +134,8 @@ class ResidualRows:
         `jacobian` False, True (the matrix) or "products" (matrix-free)."""
         if jacobian not in (False, True, "products"):
             raise ValueError(f"jacobian must be False, True or 'products', got {jacobian!r}")
-        recording = Recording(self.engine)
-        with torch.enable_grad():
-            vectors = residuals(
-                self.problem, self.model, batch, recording, self.causal, self.point_weights
-            )
-        scales = self._scales(vectors)
-        attached = torch.cat([scales[name] * vector for name, vector in vectors.items()])
-        values = attached.detach()
-        terms = {name: vector.detach().square().mean() for name, vector in vectors.items()}
-        layout, start = {}, 0
-        for name, vector in vectors.items():
-            layout[name] = slice(start, start + vector.numel())
-            start += vector.numel()
-        rows = Rows(values, terms, layout)
+        recording, vectors = self.record(batch)
+        rows, attached, scales = self.assemble(vectors)
         if jacobian == "products":
             rows.jacobian = MatrixFreeJacobian(attached, parameters(self.model, self.problem))
         elif jacobian:
@@ -156,6 +144,29 @@ class ResidualRows:
                 self.problem, self.model, batch, recording, scales, self.chunk, self.causal, fixed
             )
         return rows
+
+    def record(self, batch: Batch) -> tuple[Recording, dict[str, torch.Tensor]]:
+        """The fields the residuals made (`Recording`) and {term: (n,) residual}, attached."""
+        recording = Recording(self.engine)
+        with torch.enable_grad():
+            vectors = residuals(
+                self.problem, self.model, batch, recording, self.causal, self.point_weights
+            )
+        return recording, vectors
+
+    def assemble(
+        self, vectors: Mapping[str, torch.Tensor]
+    ) -> tuple[Rows, torch.Tensor, dict[str, float]]:
+        """(the `Rows` of the residual vectors, the (R,) rows still attached, each term's
+        scale sqrt(weight / n))."""
+        scales = self._scales(vectors)
+        attached = torch.cat([scales[name] * vector for name, vector in vectors.items()])
+        terms = {name: vector.detach().square().mean() for name, vector in vectors.items()}
+        layout, start = {}, 0
+        for name, vector in vectors.items():
+            layout[name] = slice(start, start + vector.numel())
+            start += vector.numel()
+        return Rows(attached.detach(), terms, layout), attached, scales
 
     def _scales(self, vectors: Mapping[str, torch.Tensor]) -> dict[str, float]:
         """{term: sqrt(weight / number of its residuals)}."""

@@ -86,7 +86,7 @@ def row_jacobian(
     for i in range(len(unknown_values)):
         unknown_tangent[i, n_model + i] = 1.0
     replica = causal.replica() if causal is not None else None  # its tensors stay inside
-    assembly = _Assembly(problem, model, batch, sites, scales, replica, point_weights)
+    assembly = Assembly(problem, model, batch, sites, scales, replica, point_weights)
 
     def rows_of(quantities: tuple, scalars: tuple) -> torch.Tensor:
         if not scalars:
@@ -194,7 +194,7 @@ class _Replay:
         return filled
 
 
-class _Assembly(nn.Module):
+class Assembly(nn.Module):
     """The scaled rows as a function of the fields' quantities (and, as its parameters, the
     problem's unknowns): the problem's residual and conditions on filled fields."""
 
