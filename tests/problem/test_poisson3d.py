@@ -102,7 +102,7 @@ def test_the_yaml_gives_a_network_of_10_4_parameters():
 TINY = [
     "problem=poisson3d",
     "trainer.adam.steps=3",
-    "trainer.lbfgs.steps=0",
+    "trainer.kfac.steps=0",
     "trainer.progress=false",
     "problem.n_interior=64",
     "model.width=8",
