@@ -1,4 +1,5 @@
-"""Time and memory of one Gauss-Newton iteration as parameters P and rows R grow, for each solver.
+"""Time and memory of one Gauss-Newton iteration as parameters P and rows R grow, for each solver
+(and of one KFAC iteration beside them).
 
 The Poisson problem (hard boundary: one row per point), an MLP of 3 hidden tanh layers of each
 `--widths` (P = 2 w^2 + 6 w + 1: widths 21, 69, 222 give P of about 10^3, 10^4, 10^5), each
@@ -11,6 +12,8 @@ peak memory is that iteration's), for each solver:
     rows          Cholesky of the R x R system J J^T + mu I (the Jacobian formed)
     cg-jacobi     matrix-free conjugate gradients, Jacobi preconditioner (Hutchinson diagonal)
     cg-nystrom    the same with the Nyström preconditioner of `--sketch-size` columns
+    kfac          one iteration of the `kfac` phase (`pinn.training.optim.kfac`: Kronecker
+                  factors per layer from the Taylor pass, the KFAC* step; its defaults)
 
 the cg ones taking at most `--cg-iterations` products. Before running, a cell's memory is
 estimated, and one above `--memory-gib` (24) is printed "does not fit" instead of run:
@@ -22,6 +25,7 @@ estimated, and one above `--memory-gib` (24) is printed "does not fit" instead o
     cg                    the rows' graph and its double backward, about 20 float64 per point
                           and hidden unit (measured: 237 MB at 2000 points, 3 x 256 units)
     nystrom               + 5 P s 8 (the draw, its QR, A Omega, the shifted block, U)
+    kfac                  the rows' graph as cg's (the factors are width^2 numbers a layer)
 
 Prints per cell P, R, the solver, the seconds of the iteration, the peak memory (the process's
 resident high-water mark after it; on cuda the device's, torch.cuda.max_memory_allocated), the
@@ -53,8 +57,11 @@ from pinn.geometry import PointSampler
 from pinn.nn import MLP, HardConstraint
 from pinn.outputs.memory import MB, peak_memory
 from pinn.problems.poisson import Poisson
+from pinn.training.optim.kfac import KFAC
 from pinn.training.optim.levenberg_marquardt import LevenbergMarquardt
-from pinn.training.phases import GaussNewtonSettings
+from pinn.training.phases import GaussNewtonSettings, KFACSettings
+from pinn.training.phases.kfac import layer_params
+from pinn.training.rows.layer_curvature import LayerCurvatureRows, factored_layers
 from pinn.training.rows.residual_rows import ResidualRows
 
 DEPTH = 3
@@ -63,6 +70,7 @@ SOLVERS = {  # the table's name: the settings it runs with
     "rows": {"solver": "rows"},
     "cg-jacobi": {"solver": "cg", "preconditioner": "jacobi"},
     "cg-nystrom": {"solver": "cg", "preconditioner": "nystrom"},
+    "kfac": {},  # the kfac phase's own settings (KFACSettings' defaults)
 }
 JACOBIAN_PEAK = 6  # the dense Jacobian's peak over J itself (docs/benchmarks/optimizers.md)
 GRAPH_BYTES = 20 * 8  # the matrix-free iteration's, per point and hidden unit
@@ -128,11 +136,14 @@ def one_iteration(width: int, points: int, solver: str, args: argparse.Namespace
         counted = None if rows.jacobian is None else CountedJacobian(rows.jacobian, products)
         return rows.values, counted, rows.terms
 
-    settings = GaussNewtonSettings(
-        **SOLVERS[solver], cg_iterations=args.cg_iterations, sketch_size=args.sketch_size
-    )  # damping 1e-8 and a 12-length search: the phase's defaults
-    optimizer = LevenbergMarquardt(list(model.parameters()), settings)
-    evaluate(False)  # warm: the Taylor trace and the first allocations
+    if solver == "kfac":
+        optimizer, evaluate = kfac_iteration(model, rows_of, batch)
+    else:
+        settings = GaussNewtonSettings(
+            **SOLVERS[solver], cg_iterations=args.cg_iterations, sketch_size=args.sketch_size
+        )  # damping 1e-8 and a 12-length search: the phase's defaults
+        optimizer = LevenbergMarquardt(list(model.parameters()), settings)
+    rows_of(batch, False)  # warm: the Taylor trace and the first allocations
     on_cuda = torch.device(device).type == "cuda"
     if on_cuda:
         torch.cuda.synchronize(device)
@@ -150,8 +161,22 @@ def one_iteration(width: int, points: int, solver: str, args: argparse.Namespace
         "seconds": seconds,
         "peak_mb": peak,
         "added_mb": peak - before,
-        "products": products[0] if settings.solver == "cg" else None,
+        "products": products[0] if solver.startswith("cg") else None,
     }
+
+
+def kfac_iteration(model, rows_of: ResidualRows, batch):
+    """(the KFAC optimiser, its evaluate): as the `kfac` phase builds them, its defaults."""
+    params = list(model.parameters())
+    layers = factored_layers(model, batch.interior[:2])
+    curvature_of = LayerCurvatureRows(rows_of, KFACSettings().approximation, layers)
+    optimizer = KFAC(params, layer_params(model, params, layers), KFACSettings())
+
+    def evaluate(generator):
+        rows = curvature_of(batch, generator) if generator is not None else rows_of(batch)
+        return rows, rows.terms
+
+    return optimizer, evaluate
 
 
 def run_cell(width: int, points: int, solver: str, args: argparse.Namespace) -> str:

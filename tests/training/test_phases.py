@@ -157,6 +157,26 @@ def test_bad_gauss_newton_settings_are_refused_naming_the_key(block, message):
     assert message in str(refused.value)
 
 
+@pytest.mark.parametrize("phase", ["lbfgs", "bfgs", "gauss_newton", "kfac"])
+@pytest.mark.parametrize(
+    "block, message",
+    [
+        ({"stall_decrease": False}, "stall_decrease must be in [0, 1), got False"),
+        ({"stall_decrease": float("nan")}, "stall_decrease must be in [0, 1), got nan"),
+        ({"stall_window": -1}, "stall_window must be a whole number >= 0"),
+        ({"resample_every": 2.5}, "resample_every must be a whole number >= 0"),
+        ({"refine_every": True}, "refine_every must be a whole number >= 0"),
+        ({"steps": "10"}, "steps must be a whole number >= 0"),
+    ],
+)
+def test_the_stop_and_redraw_keys_are_checked_alike_in_every_second_order_phase(
+    phase, block, message
+):
+    with pytest.raises(ConfigError) as refused:
+        TrainSettings(phases=[phase], **{phase: block})
+    assert f"trainer.{phase}.{message}" in str(refused.value)
+
+
 @pytest.mark.parametrize("key", ["lr", "lr_decay"])
 def test_a_bool_adam_rate_is_refused_as_no_number(key):
     with pytest.raises(ConfigError, match=f"trainer.adam.{key} must be a number > 0, got True"):

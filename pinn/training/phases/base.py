@@ -10,7 +10,8 @@ A phase starts where the state is: `state.step - state.phase_start` steps of it 
 resumed run takes up mid-phase, with `saved`, what `state_dict` returned when its checkpoint
 was written). It reports history rows, checkpoints and its entry through `Parts`.
 
-What the phases share lives here too: `run_chunks` (a budget in chunks of `trainer.log_every`,
+What the phases share lives here too: `check_stop_keys` (the settings every phase but Adam
+has), `run_chunks` (a budget in chunks of `trainer.log_every`,
 checkpoints between them), `redraw_if_due` (new points, refinements, point weights) and, for
 the phases that step on residual rows (Gauss-Newton, KFAC), `rows_at_iterate` and
 `run_row_steps`.
@@ -21,9 +22,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from pinn.errors import ConfigError, is_finite_number, require_int
+
 if TYPE_CHECKING:  # the phases are imported by the settings, below the state and parts
     from pinn.training.phases.parts import Parts
     from pinn.training.state import RunState
+
+
+def check_stop_keys(block: str, settings: Any, fractions: tuple[str, ...] = ()) -> None:
+    """Refuse bad values of the keys the second-order phases share (the block
+    `trainer.<block>`): steps, stall_window, resample_every, refine_every (whole numbers >= 0),
+    and stall_decrease with the phase's other `fractions` (numbers in [0, 1))."""
+    for key in ("steps", "stall_window", "resample_every", "refine_every"):
+        require_int(f"trainer.{block}.{key}", getattr(settings, key), minimum=0)
+    for key in ("stall_decrease", *fractions):
+        fraction = getattr(settings, key)
+        if not is_finite_number(fraction) or not 0 <= fraction < 1:
+            raise ConfigError(f"trainer.{block}.{key} must be in [0, 1), got {fraction!r}")
 
 
 class Phase:

@@ -19,7 +19,8 @@ from pinn.errors import ConfigError, require_int
 from pinn.settings import setting
 from pinn.training.optim.bfgs import BFGS, UPDATES
 from pinn.training.optim.quasi_newton import TRANSFORMS
-from pinn.training.phases.quasi_newton import QuasiNewtonPhase, check_stop_keys
+from pinn.training.phases.base import check_stop_keys
+from pinn.training.phases.quasi_newton import QuasiNewtonPhase
 
 if TYPE_CHECKING:
     from pinn.training.state import RunState
@@ -67,7 +68,7 @@ class BFGSSettings:
     )
 
     def __post_init__(self) -> None:
-        check_stop_keys("bfgs", self)
+        check_stop_keys("bfgs", self, ("tolerance",))
         require_int("trainer.bfgs.max_parameters", self.max_parameters, minimum=1)
         for key, allowed in (("update", UPDATES), ("loss_transform", TRANSFORMS)):
             if getattr(self, key) not in allowed:

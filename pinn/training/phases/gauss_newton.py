@@ -13,7 +13,7 @@ from pinn.errors import ConfigError, is_finite_number, require_int
 from pinn.problem.columns import GAUSS_NEWTON_PREFIX
 from pinn.settings import setting
 from pinn.training.optim.levenberg_marquardt import PRECONDITIONERS, SOLVERS, LevenbergMarquardt
-from pinn.training.phases.base import Phase
+from pinn.training.phases.base import Phase, check_stop_keys
 from pinn.training.rows.residual_rows import ResidualRows
 
 if TYPE_CHECKING:
@@ -108,8 +108,8 @@ class GaussNewtonSettings:
     )
 
     def __post_init__(self) -> None:
-        for key in ("steps", "stall_window", "line_search", "resample_every", "refine_every"):
-            require_int(f"trainer.gauss_newton.{key}", getattr(self, key), minimum=0)
+        check_stop_keys("gauss_newton", self)
+        require_int("trainer.gauss_newton.line_search", self.line_search, minimum=0)
         require_int("trainer.gauss_newton.max_tries", self.max_tries, minimum=1)
         require_int("trainer.gauss_newton.dense_limit", self.dense_limit, minimum=1)
         require_int("trainer.gauss_newton.cg_iterations", self.cg_iterations, minimum=1)
@@ -129,11 +129,6 @@ class GaussNewtonSettings:
                 f"got {self.solver!r}"
             )
         self._check_preconditioner()
-        fraction = self.stall_decrease
-        if not isinstance(fraction, (int, float)) or not 0 <= fraction < 1:
-            raise ConfigError(
-                f"trainer.gauss_newton.stall_decrease must be in [0, 1), got {fraction!r}"
-            )
 
     def _check_preconditioner(self) -> None:
         if self.preconditioner not in PRECONDITIONERS:

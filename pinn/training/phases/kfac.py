@@ -14,7 +14,7 @@ from pinn.errors import ConfigError, is_finite_number, require_int
 from pinn.problem.columns import GAUSS_NEWTON_PREFIX
 from pinn.settings import setting
 from pinn.training.optim.kfac import KFAC, STEP_RULES
-from pinn.training.phases.base import Phase
+from pinn.training.phases.base import Phase, check_stop_keys
 from pinn.training.rows.layer_curvature import (
     APPROXIMATIONS,
     LayerCurvatureRows,
@@ -88,8 +88,7 @@ class KFACSettings:
     )
 
     def __post_init__(self) -> None:
-        for key in ("steps", "stall_window", "resample_every", "refine_every"):
-            require_int(f"trainer.kfac.{key}", getattr(self, key), minimum=0)
+        check_stop_keys("kfac", self)
         require_int("trainer.kfac.max_tries", self.max_tries, minimum=1)
         require_int("trainer.kfac.line_search", self.line_search, minimum=1)
         if not (is_finite_number(self.damping) and self.damping > 0):
@@ -104,9 +103,6 @@ class KFACSettings:
                     f"trainer.kfac.{key} must be one of {', '.join(known)}, "
                     f"got {getattr(self, key)!r}"
                 )
-        fraction = self.stall_decrease
-        if not is_finite_number(fraction) or not 0 <= fraction < 1:
-            raise ConfigError(f"trainer.kfac.stall_decrease must be in [0, 1), got {fraction!r}")
 
 
 class KFACPhase(Phase):
@@ -136,7 +132,7 @@ class KFACPhase(Phase):
         problem, model, causal = parts.loss.problem, state.model, state.causal
         params = parameters(model, problem)
         layers = factored_layers(model, _probe(state))
-        optimizer = KFAC(params, _layer_params(model, params, layers), settings)
+        optimizer = KFAC(params, layer_params(model, params, layers), settings)
         if saved is not None:
             optimizer.load_state_dict(saved["optimizer"])
         self.optimizer = optimizer
@@ -168,7 +164,7 @@ class KFACPhase(Phase):
         return None if self.optimizer is None else {"optimizer": self.optimizer.state_dict()}
 
 
-def _layer_params(model, params: list, layers: list[str]) -> dict[str, tuple[int, int | None]]:
+def layer_params(model, params: list, layers: list[str]) -> dict[str, tuple[int, int | None]]:
     """{layer: (its weight's index in `params`, its bias's or None)}."""
     index = {id(p): i for i, p in enumerate(params)}
     out = {}

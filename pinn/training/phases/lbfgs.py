@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 from pinn.errors import require_int
 from pinn.settings import setting
 from pinn.training.optim.lbfgs import LBFGS
-from pinn.training.phases.quasi_newton import QuasiNewtonPhase, check_stop_keys
+from pinn.training.phases.base import check_stop_keys
+from pinn.training.phases.quasi_newton import QuasiNewtonPhase
 
 if TYPE_CHECKING:
     from pinn.training.state import RunState
@@ -55,7 +56,7 @@ class LBFGSSettings:
     )
 
     def __post_init__(self) -> None:
-        check_stop_keys("lbfgs", self)
+        check_stop_keys("lbfgs", self, ("tolerance",))
         require_int("trainer.lbfgs.history_size", self.history_size, minimum=1)
 
 

@@ -15,24 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from pinn.errors import ConfigError, require_int, trusting
+from pinn.errors import trusting
 from pinn.training.phases.base import Phase
 
 if TYPE_CHECKING:
     from pinn.training.optim.quasi_newton import QuasiNewton
     from pinn.training.phases.parts import Parts
     from pinn.training.state import RunState
-
-
-def check_stop_keys(block: str, settings: Any) -> None:
-    """The keys every quasi-Newton block has: steps, stall_window, resample_every, refine_every
-    (integers >= 0), tolerance and stall_decrease (fractions in [0, 1))."""
-    for key in ("steps", "stall_window", "resample_every", "refine_every"):
-        require_int(f"trainer.{block}.{key}", getattr(settings, key), minimum=0)
-    for key in ("tolerance", "stall_decrease"):
-        fraction = getattr(settings, key)
-        if not isinstance(fraction, (int, float)) or not 0 <= fraction < 1:
-            raise ConfigError(f"trainer.{block}.{key} must be in [0, 1), got {fraction!r}")
 
 
 class QuasiNewtonPhase(Phase):
