@@ -236,7 +236,8 @@ def main() -> None:
         print(json.dumps(one_iteration(width, points, solver, args)))
         return
     print(f"Poisson, {DEPTH} hidden tanh layers, float64, {args.device}; one Levenberg-Marquardt")
-    print(f"iteration per cell, cg at most {args.cg_iterations} products, Nyström sketch ", end="")
+    print("(or KFAC) iteration per cell, ", end="")
+    print(f"cg at most {args.cg_iterations} products, Nyström sketch ", end="")
     print(f"{args.sketch_size}; cells above {args.memory_gib:g} GiB estimated are not run\n")
     print(
         "| P | R | solver | s / iteration | peak (MB) | peak added (MB) | J v products | "

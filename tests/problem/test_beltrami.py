@@ -217,7 +217,7 @@ def test_the_yaml_keeps_the_papers_parameters_and_a_network_of_10_4_parameters()
 TINY = [
     "problem=beltrami",
     "trainer.adam.steps=3",
-    "trainer.lbfgs.steps=0",
+    "trainer.kfac.steps=0",
     "trainer.progress=false",
     "problem.n_interior=64",
     "model.width=8",
