@@ -57,11 +57,10 @@ from pinn.geometry import PointSampler
 from pinn.nn import MLP, HardConstraint
 from pinn.outputs.memory import MB, peak_memory
 from pinn.problems.poisson import Poisson
-from pinn.training.optim.kfac import KFAC
 from pinn.training.optim.levenberg_marquardt import LevenbergMarquardt
 from pinn.training.phases import GaussNewtonSettings, KFACSettings
-from pinn.training.phases.kfac import layer_params
-from pinn.training.rows.layer_curvature import LayerCurvatureRows, factored_layers
+from pinn.training.phases.kfac import make_kfac
+from pinn.training.rows.layer_curvature import factored_layers
 from pinn.training.rows.residual_rows import ResidualRows
 
 DEPTH = 3
@@ -167,10 +166,8 @@ def one_iteration(width: int, points: int, solver: str, args: argparse.Namespace
 
 def kfac_iteration(model, rows_of: ResidualRows, batch):
     """(the KFAC optimiser, its evaluate): as the `kfac` phase builds them, its defaults."""
-    params = list(model.parameters())
     layers = factored_layers(model, batch.interior[:2])
-    curvature_of = LayerCurvatureRows(rows_of, KFACSettings().approximation, layers)
-    optimizer = KFAC(params, layer_params(model, params, layers), KFACSettings())
+    optimizer, curvature_of = make_kfac(rows_of, layers, KFACSettings())
 
     def evaluate(generator):
         rows = curvature_of(batch, generator) if generator is not None else rows_of(batch)

@@ -130,12 +130,7 @@ class KFACPhase(Phase):
     def run(self, state: RunState, parts: Parts, saved: dict[str, Any] | None) -> None:
         settings = self.settings
         problem, model, causal = parts.loss.problem, state.model, state.causal
-        params = parameters(model, problem)
         layers = factored_layers(model, _probe(state))
-        optimizer = KFAC(params, layer_params(model, params, layers), settings)
-        if saved is not None:
-            optimizer.load_state_dict(saved["optimizer"])
-        self.optimizer = optimizer
         rows_of = ResidualRows(
             problem,
             model,
@@ -144,7 +139,10 @@ class KFACPhase(Phase):
             causal=causal,
             point_weights=state.point_weights,
         )
-        curvature_of = LayerCurvatureRows(rows_of, settings.approximation, layers)
+        optimizer, curvature_of = make_kfac(rows_of, layers, settings)
+        if saved is not None:
+            optimizer.load_state_dict(saved["optimizer"])
+        self.optimizer = optimizer
 
         def evaluate(generator: torch.Generator | None):
             # A generator: the factors' evaluation at an iterate; None: a trial step's rows.
@@ -162,6 +160,15 @@ class KFACPhase(Phase):
 
     def state_dict(self) -> dict[str, Any] | None:
         return None if self.optimizer is None else {"optimizer": self.optimizer.state_dict()}
+
+
+def make_kfac(
+    rows_of: ResidualRows, layers: list[str], settings: KFACSettings
+) -> tuple[KFAC, LayerCurvatureRows]:
+    """The KFAC optimiser over the rows' parameters and the rows with the `layers`' factors."""
+    params = parameters(rows_of.model, rows_of.problem)
+    curvature_of = LayerCurvatureRows(rows_of, settings.approximation, layers)
+    return KFAC(params, layer_params(rows_of.model, params, layers), settings), curvature_of
 
 
 def layer_params(model, params: list, layers: list[str]) -> dict[str, tuple[int, int | None]]:
