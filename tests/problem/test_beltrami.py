@@ -138,25 +138,27 @@ def test_the_velocity_is_held_on_every_face_and_at_t_0(params, generator):
         torch.testing.assert_close(g[:, :3], problem.exact(points)[:, :3], rtol=0, atol=1e-13)
 
 
-def test_the_pressure_is_held_on_the_face_x_minus_1_only(generator):
-    problem = Beltrami()
-    points = face_points(0, -1.0, generator)
-    g, b = problem.hard_constraint(points)
-    assert (b[:, 3] == 0).all()
-    torch.testing.assert_close(g[:, 3], problem.exact(points)[:, 3], rtol=0, atol=1e-14)
-    other_faces = face_points(0, 1.0, generator), face_points(3, 0.0, generator)
-    assert all((problem.hard_constraint(p)[1][:, 3] > 0).all() for p in other_faces)
+def test_the_pressure_is_held_on_every_face_but_not_at_t_0(generator):
+    """p is given on the six faces (it fixes p's free function of time), not at t = 0."""
+    problem = Beltrami(a=1.0, d=1.0)
+    for axis, end in [(axis, end) for axis in range(3) for end in (-1.0, 1.0)]:
+        points = face_points(axis, end, generator)
+        g, b = problem.hard_constraint(points)
+        assert (b[:, 3] == 0).all(), (axis, end)
+        torch.testing.assert_close(g[:, 3], problem.exact(points)[:, 3], rtol=0, atol=1e-13)
+    inside_at_t_0 = face_points(3, 0.0, generator)
+    assert (problem.hard_constraint(inside_at_t_0)[1][:, 3] > 0).all()
 
 
 def test_inside_the_constraint_leaves_the_network_an_order_one_field(generator):
     """B > 0 inside, at most 1; the N that u = g + B N asks for is O(1) (measured: at most 0.3
-    for the velocity, 3.5 for p on a 19³ x 10 grid; here on random points, near faces too)."""
+    for the velocity, 1.1 for p on 500 random points; here on more, near faces too)."""
     problem = Beltrami()
     points = space_time_points(4000, generator)
     g, b = problem.hard_constraint(points)
     assert (b > 0).all() and b.max() <= 1
     wanted = (problem.exact(points) - g) / b
-    assert wanted[:, :3].abs().max() < 1.0 and wanted[:, 3].abs().max() < 10.0
+    assert wanted[:, :3].abs().max() < 1.0 and wanted[:, 3].abs().max() < 2.0
 
 
 def test_the_face_blend_reads_the_data_on_the_boundary_only_and_keeps_it_there(generator):
