@@ -169,8 +169,11 @@ def kfac_iteration(model, rows_of: ResidualRows, batch):
     layers = factored_layers(model, batch.interior[:2])
     optimizer, curvature_of = make_kfac(rows_of, layers, KFACSettings())
 
-    def evaluate(generator):
-        rows = curvature_of(batch, generator) if generator is not None else rows_of(batch)
+    def evaluate(generator, factors=True):  # the phase's: an iterate's rows, else a trial's
+        if generator is None:
+            rows = rows_of(batch)
+        else:
+            rows = curvature_of(batch, generator) if factors else rows_of(batch, "products")
         return rows, rows.terms
 
     return optimizer, evaluate

@@ -135,9 +135,13 @@ def taylor_forward(
     """
     if x.ndim != 2 or not x.is_floating_point():
         raise ValueError(f"points must be floats of shape (N, d), got {x.dtype} {tuple(x.shape)}")
+    # The seed and order are made of these (the directions as given: a list of indices is the
+    # same key each time, its tensor a new one): the static calls' results (a hard
+    # constraint's g and B) are kept for later passes with the same points and these.
+    reuse = ("forward", second, directions, weights, pairs)
     directions, k = _checked_directions(directions, x)
     order = make_order(second, k, weights, pairs, x)
-    terms = propagate(trace_model(model, x), model, x, _seed(directions, x), order, taps)
+    terms = propagate(trace_model(model, x), model, x, _seed(directions, x), order, taps, reuse)
     if terms.value.ndim == 1:  # an (N,) output counts as one output
         terms = type(terms)(*(t[..., None] for t in terms))
     if terms.value.ndim != 2 or terms.value.shape[0] != x.shape[0]:

@@ -18,6 +18,10 @@ from the points to the output follow their rule (`pinn.derivatives.rules`); ever
 constant to the pass and runs as it is on values (`pinn.derivatives.dependencies`), so only
 the former need rules. Only plain differentiable torch operations are used, so a loss built from the
 result backpropagates to the parameters with ordinary first-order autograd.
+
+The calls that depend on the points alone (a hard constraint's g and B, fixed Fourier features)
+run once per point set when the caller says what its seed and order are made of (`reuse`):
+later passes at the same points take their results from `pinn.derivatives.point_cache`.
 """
 
 from __future__ import annotations
@@ -25,8 +29,8 @@ from __future__ import annotations
 import operator
 import traceback
 import weakref
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 
 import torch
 from torch import fx, nn
@@ -36,6 +40,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from pinn.derivatives.dependencies import carrying_nodes, needed_nodes, on_values
 from pinn.derivatives.orders import Diagonal, Order
+from pinn.derivatives.point_cache import PointCache, tensors_in
 from pinn.derivatives.rules import Terms, carries_series, rule_for
 from pinn.derivatives.series import Univariate
 from pinn.errors import PinnError, first_line
@@ -53,19 +58,29 @@ class Traced:
 
     program: the graph's operations in order, each on numbered values (the parameters, the
         buffers and x first, then one per operation) and, where it touches the points' terms,
-        with its Taylor rule.
+        with its Taylor rule; a call is `static` where it depends on the points and constants
+        alone (a hard constraint's g and B), not on the weights or buffers, and draws nothing
+        at random.
     output: the graph's output, as references to those values.
     unsupported: "operation (where)" for each operation without a Taylor rule that the
         derivatives pass through on their way to the output, or whose rule refuses the
         arguments this model gives it (a norm of order 0, a convolution whose weights vary).
     without_series: why a univariate pass of any order (`pinn.derivatives.univariate`) cannot
         carry the others, one sentence per operation (e.g. a rule of one's own).
+    frontier: the value slots of static calls that other calls read: what `points_cache`
+        keeps per point set (`pinn.derivatives.point_cache`); () where nothing is kept.
+    static_constants: the graph's constant tensors that static calls read (their versions
+        are part of a cache key).
+    points_cache: the frontier's values at the last few point sets.
     """
 
     program: list[_Call]
     output: object
     unsupported: list[str]
     without_series: list[str] = field(default_factory=list)
+    frontier: tuple[int, ...] = ()
+    static_constants: tuple[Tensor, ...] = ()
+    points_cache: PointCache = field(default_factory=PointCache)
 
 
 # id(model) -> {input signature: Traced}, each entry dropped when its model is freed. A plain
@@ -99,6 +114,7 @@ def propagate(
     first: Tensor,
     order: Order,
     taps: dict[int, Callable] | None = None,
+    reuse: object = None,
 ) -> Terms:
     """The model's terms at the (N, d) points x: value (N, m), first (k, N, m), second.
 
@@ -108,12 +124,21 @@ def propagate(
         after that call's rule with its resolved arguments and result, returning what the pass
         carries on (`pinn.training.optim.kfac_layers` reads a Linear layer's input terms and
         adds probes to its output's, for KFAC's factors).
+    reuse: what, besides x, determines `first` and `order` (tensors, numbers, strings, in
+        tuples): given, the static calls' results are kept per point set and taken by a later
+        pass with the same x and `reuse` instead of computed again
+        (`pinn.derivatives.point_cache`); None computes everything.
     """
     if traced.unsupported:
         raise TaylorModeUnsupported(unsupported_message(traced.unsupported))
+    key = _cache_key(traced, x, reuse, taps)
+    kept = traced.points_cache.get(key)
     # Plain lists and tuples only (not the fx graph), so torch.compile can trace this loop.
     values: list[object] = [*_state(model), Terms(x, first, None)]
     for position, call in enumerate(traced.program):
+        if kept is not None and call.static:
+            values.append(kept.get(len(values)))  # None where no other call reads it
+            continue
         args, kwargs = _resolve(call.args, values), _resolve(call.kwargs, values)
         if call.rule is not None:
             result = call.rule(order, *args, **kwargs)
@@ -122,8 +147,19 @@ def propagate(
             values.append(result)
         else:
             values.append(call.target(*args, **kwargs))
+    if key is not None and kept is None:
+        holders = (x, *tensors_in(reuse))
+        traced.points_cache.put(key, holders, {slot: values[slot] for slot in traced.frontier})
     output = _single_output(_resolve(traced.output, values))
     return _output_terms(output, x, first, order)
+
+
+def _cache_key(traced: Traced, x: Tensor, reuse: object, taps: dict | None) -> object:
+    """The pass's key in `traced.points_cache`, or None where nothing is kept or taken: no
+    static call feeds the weights' calls, or a tap sits on a static call."""
+    if not traced.frontier or (taps and any(traced.program[p].static for p in taps)):
+        return None
+    return traced.points_cache.key(x, reuse, traced.static_constants)
 
 
 @dataclass(frozen=True)
@@ -141,6 +177,7 @@ class _Call:
     args: tuple
     kwargs: dict
     rule: Callable | None
+    static: bool = False
 
 
 def _resolve(template: object, values: list[object]) -> object:
@@ -156,6 +193,25 @@ def _resolve(template: object, values: list[object]) -> object:
         parts = (template.start, template.stop, template.step)
         return slice(*(_resolve(part, values) for part in parts))
     return template
+
+
+def slots_in(argument: object) -> Iterator[_Slot]:
+    """The `_Slot`s in a call's argument template."""
+    return (item for item in leaves(argument) if isinstance(item, _Slot))
+
+
+def leaves(argument: object) -> Iterator[object]:
+    """The items of an argument template, through lists, tuples, dicts and slices."""
+    if isinstance(argument, (list, tuple)):
+        for item in argument:
+            yield from leaves(item)
+    elif isinstance(argument, dict):
+        for item in argument.values():
+            yield from leaves(item)
+    elif isinstance(argument, slice):
+        yield from leaves((argument.start, argument.stop, argument.step))
+    else:
+        yield argument
 
 
 def _template(argument: object, slots: dict[fx.Node, object]) -> object:
@@ -194,6 +250,46 @@ def _program(graph: fx.GraphModule, rules: dict) -> tuple[list[_Call], object]:
         elif node.op == "output":
             output = _template(node.args[0], slots)
     return program, output
+
+
+def _mark_static(
+    program: list[_Call], output: object, n_inputs: int
+) -> tuple[list[_Call], tuple[int, ...], tuple[Tensor, ...]]:
+    """The program with its static calls marked (those that read only x, the last input, the
+    graph's constants and other static calls, and draw nothing at random), the frontier (the
+    static calls' slots that other calls read) and the constant tensors static calls read.
+    No frontier where the output itself is static (a model that ignores its weights)."""
+    static_slots, marked, constants = {n_inputs - 1}, [], []
+    for position, call in enumerate(program):
+        arguments = (call.args, call.kwargs)
+        static = _deterministic(call.target) and all(
+            slot.index in static_slots for slot in slots_in(arguments)
+        )
+        if static:
+            static_slots.add(n_inputs + position)
+            constants += [a for a in leaves(arguments) if isinstance(a, Tensor)]
+        marked.append(replace(call, static=static))
+    read = {
+        slot.index
+        for call in marked
+        if not call.static
+        for slot in slots_in((call.args, call.kwargs))
+    }
+    frontier = tuple(sorted(slot for slot in read & static_slots if slot >= n_inputs))
+    if any(slot.index in static_slots for slot in slots_in(output)):
+        frontier = ()
+    return marked, frontier, tuple(constants)
+
+
+def _deterministic(target: Callable) -> bool:
+    """Whether an operation gives the same result for the same arguments (no random draw)."""
+    tags = getattr(target, "tags", ())
+    return torch.Tag.nondeterministic_seeded not in tags
+
+
+def _n_inputs(graph: fx.GraphModule) -> int:
+    """The graph's placeholders: the parameters, the buffers, then x."""
+    return sum(node.op == "placeholder" for node in graph.graph.nodes)
 
 
 def _single_output(output: object) -> object:
@@ -251,7 +347,9 @@ def _trace(model: Callable, x: Tensor) -> Traced:
             and not carries_series(node.target)
         }
     )
-    traced = Traced(*_program(graph, rules), unsupported, without_series)
+    program, output = _program(graph, rules)
+    program, frontier, constants = _mark_static(program, output, _n_inputs(graph))
+    traced = Traced(program, output, unsupported, without_series, frontier, constants)
     if not unsupported:
         _try_rules(traced, model, probe)
     return traced

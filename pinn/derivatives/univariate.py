@@ -59,7 +59,9 @@ def taylor_derivatives(model: Model, x: Tensor, input: int, order: int) -> Serie
         raise TaylorModeUnsupported(reason)
     seed = x.new_zeros(order, 1, x.shape[1])
     seed[0, 0, input] = 1.0  # x(t) = x + t e_input: coefficient 1 is e_input, the rest 0
-    terms = propagate(traced, model, x, seed, Univariate(order))
+    # (input, order) make the seed and order: a hard constraint's terms are kept for the next
+    # pass at the same points (`propagate`).
+    terms = propagate(traced, model, x, seed, Univariate(order), reuse=("series", input, order))
     value, coefficients = terms.value, terms.first
     if value.ndim == 1:
         value, coefficients = value[:, None], coefficients[..., None]

@@ -166,19 +166,20 @@ REDUCED = {
     # 0.161.
     "poisson_highd": Reduced(["trainer.adam.steps=500"], 6.2e-2, 0.54),
     # 3-D, 12,801 parameters, by the default's method (Adam, then KFAC) on 2000 points: 5.08e-3,
-    # 3.6e-3 in 59 s (alone); default 1.59e-4, 1.0e-4 (8000 points, 1000 Adam + 500 KFAC).
+    # 3.6e-3 in 27 s (alone); default 4.41e-5, 6.7e-5 (8000 points, 1000 Adam + 1600 KFAC).
     "poisson3d": Reduced(
         ["problem.n_interior=2000", "trainer.adam.steps=300", "trainer.kfac.steps=60"],
         1.5e-2,
         1.1e-2,
     ),
     # 3-D unsteady Navier-Stokes, 13,060 parameters, four outputs held on the faces, by the
-    # default's method on 1000 points: 6.16e-3, 4.0e-2 in 30 s (alone; Adam only, 100 steps:
-    # 5.7e-2, 0.55); default 9.49e-5, 7.9e-4 (8000 points, 300 Adam + 350 KFAC).
+    # default's method (new factors every other iteration) on 1000 points: 3.46e-3, 2.2e-2 in
+    # 21 s (alone; Adam only, 100 steps: 5.7e-2, 0.55; 30 KFAC iterations: 2.3e-2, 0.11); default
+    # 2.73e-5, 3.0e-4 (8000 points, 300 Adam + 1000 KFAC).
     "beltrami": Reduced(
-        ["problem.n_interior=1000", "trainer.adam.steps=100", "trainer.kfac.steps=30"],
-        1.9e-2,
-        0.12,
+        ["problem.n_interior=1000", "trainer.adam.steps=100", "trainer.kfac.steps=60"],
+        1.1e-2,
+        7e-2,
     ),
 }
 

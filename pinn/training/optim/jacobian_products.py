@@ -13,7 +13,9 @@ never forms an (R, P) or (P, P) array:
 - J v comes from the same graph differentiated twice: g(w) = J^T w is linear in a dummy
   w (R,), built once with `create_graph`, and J v = d <g(w), v> / dw, one backward of that
   graph per product (the "double backward" trick: it needs no forward mode, so it works
-  through whatever the residual engine did, autograd's inner derivatives included);
+  through whatever the residual engine did, autograd's inner derivatives included). The
+  graph is built at the first J^T u asked for (w = u), so a step's gradient J^T r and its
+  J v products share that backward pass;
 - diag(J^T J) is estimated by Hutchinson's method in row space: for z with independent
   entries +-1, E[(J^T z)^2] = diag(J^T J), averaged over `probes` draws (relative error about
   sqrt(2 / probes) per entry). It sets the first damping and the Jacobi preconditioner of
@@ -78,17 +80,20 @@ class MatrixFreeJacobian:
         self._transposed: list[torch.Tensor] = []
 
     def rmv(self, u: torch.Tensor) -> torch.Tensor:
-        """(P,) J^T u for u (R,)."""
+        """(P,) J^T u for u (R,). The first product is taken with its graph kept (at w = u,
+        `mv`): a Gauss-Newton or KFAC step's gradient J^T r and its later J v products share
+        one backward pass."""
         self._require_unmoved()
-        return self._flat(self._backward(self.rows, u.to(self.rows.dtype)))
+        u = u.to(self.rows.dtype)
+        if self._dual is None:
+            return self._flat(self._keep_transposed(u.detach().clone()))
+        return self._flat(self._backward(self.rows, u))
 
     def mv(self, v: torch.Tensor) -> torch.Tensor:
         """(R,) J v for v (P,)."""
         self._require_unmoved()
         if self._dual is None:
-            # g(w) = J^T w at a zero w, kept with its graph: linear in w, so d<g, v>/dw = J v.
-            self._dual = torch.zeros_like(self.rows, requires_grad=True)
-            self._transposed = self._backward(self.rows, self._dual, create_graph=True)
+            self._keep_transposed(torch.zeros_like(self.rows))
         pieces = list(v.to(self.rows.dtype).split([p.numel() for p in self.params]))
         used = [(g, c.view_as(g)) for g, c in zip(self._transposed, pieces) if g.requires_grad]
         product = None
@@ -122,6 +127,12 @@ class MatrixFreeJacobian:
                 "the parameters moved since these rows were made: their matrix-free Jacobian "
                 "is that of the old values; evaluate the rows again"
             )
+
+    def _keep_transposed(self, w: torch.Tensor) -> list[torch.Tensor]:
+        """g(w) = J^T w with its graph, kept: linear in w, so d<g, v>/dw = J v at any w."""
+        self._dual = w.requires_grad_()
+        self._transposed = self._backward(self.rows, self._dual, create_graph=True)
+        return self._transposed
 
     def _backward(self, rows, cotangent, create_graph=False) -> list[torch.Tensor]:
         """d <rows, cotangent> / d params, one tensor per parameter (zeros where unused)."""

@@ -3,8 +3,10 @@ Kronecker products (Dangel, Müller & Zeinhofer, "Kronecker-Factored Approximate
 Physics-Informed Neural Networks", NeurIPS 2024).
 
     curvature_of = LayerCurvatureRows(rows_of, settings.approximation, layers)
-    def evaluate(generator):             # a generator: the curvature's evaluation, else a trial
-        rows = curvature_of(batch, generator) if generator else rows_of(batch)
+    def evaluate(generator, factors=True):   # a generator: an iterate's rows, else a trial's
+        if generator is None:
+            return rows_of(batch), info
+        rows = curvature_of(batch, generator) if factors else rows_of(batch, "products")
         return rows, info
     optimizer = KFAC(params, layers_params, settings)
     done, why = optimizer.iterate(evaluate, 20, on_iteration)
@@ -15,7 +17,9 @@ One iteration, on loss = sum(rows**2) with g = J^T r and G = J^T J:
    the rows at the current parameters (`pinn.training.rows.layer_curvature`, "expand" or
    "reduce"), enter exponential moving averages: F <- ema F + (1 - ema) F_new, the first
    iteration's taken as they are (no bias towards zero). So do the diagonal estimates of the
-   parameters without factors.
+   parameters without factors. Every `factors_every`-th iteration only (Martens & Grosse's
+   period T3): those between keep the last factors and skip the tapped pass and the backward
+   passes that make them, about two thirds of an iteration.
 2. Direction. Delta = -K^-1 g, K block diagonal: a layer's block B1 ⊗ A1 + B2 ⊗ A2 (its weight
    and bias together, the bias as an input of 1) plus a Tikhonov term t I split between the
    factors of each pair (`pinn.training.optim.kronecker.damp`), solved exactly
@@ -122,11 +126,13 @@ class KFAC(RowSteps):
     def step(self, evaluate: Callable) -> tuple[torch.Tensor, Any] | None:
         """One iteration: (the new loss, its info), or None when every try was refused."""
         self.evaluations += 1
-        rows, _ = evaluate(torch.Generator().manual_seed(self.evaluations))
+        fresh = (self.evaluations - 1) % self.settings.factors_every == 0
+        rows, _ = evaluate(torch.Generator().manual_seed(self.evaluations), fresh)
         r = rows.values.detach().to(self.dtype)
         J, loss = rows.jacobian, r.dot(r)
         g = J.rmv(r)
-        self.curvature.average(rows.factors, rows.diagonal, self.settings.ema)
+        if fresh:
+            self.curvature.average(rows.factors, rows.diagonal, self.settings.ema)
         start = self._flat_params()
         for _ in range(self.settings.max_tries + 1):
             tikhonov = self.curvature.tikhonov(self.settings.damping * self.raised)

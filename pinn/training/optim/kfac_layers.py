@@ -27,14 +27,13 @@ go to KFAC's diagonal fallback (`pinn.training.optim.kfac`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 
 from pinn.derivatives.rules import Terms
-from pinn.derivatives.taylor_pass import Traced, _Slot
+from pinn.derivatives.taylor_pass import Traced, _Slot, slots_in
 
 aten = torch.ops.aten
 # the consumers of t(weight), and which of their arguments the input and weight are
@@ -71,22 +70,11 @@ def _uses(traced: Traced) -> dict[int, list[tuple[int, int]]]:
         arguments = [(i, a) for i, a in enumerate(call.args)]
         arguments += [(-1, a) for a in call.kwargs.values()]
         for index, argument in arguments:
-            for slot in _slots(argument):
+            for slot in slots_in(argument):
                 uses.setdefault(slot.index, []).append((position, index))
-    for slot in _slots(traced.output):
+    for slot in slots_in(traced.output):
         uses.setdefault(slot.index, []).append((-1, -1))
     return uses
-
-
-def _slots(argument: object) -> Iterator[_Slot]:
-    if isinstance(argument, _Slot):
-        yield argument
-    elif isinstance(argument, (list, tuple)):
-        for item in argument:
-            yield from _slots(item)
-    elif isinstance(argument, dict):
-        for item in argument.values():
-            yield from _slots(item)
 
 
 def _matmuls(traced, uses, weight: int, bias: int | None, n_inputs: int) -> list[int]:
