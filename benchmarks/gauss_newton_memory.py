@@ -170,10 +170,7 @@ def kfac_iteration(model, rows_of: ResidualRows, batch):
     optimizer, curvature_of = make_kfac(rows_of, layers, KFACSettings())
 
     def evaluate(generator, factors=True):  # the phase's: an iterate's rows, else a trial's
-        if generator is None:
-            rows = rows_of(batch)
-        else:
-            rows = curvature_of(batch, generator) if factors else rows_of(batch, "products")
+        rows = curvature_of.at(batch, generator, factors)
         return rows, rows.terms
 
     return optimizer, evaluate

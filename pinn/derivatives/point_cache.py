@@ -43,8 +43,8 @@ class PointCache:
     """The frontier values of the last `ENTRIES` point sets of one traced graph."""
 
     def __init__(self) -> None:
-        self._entries: OrderedDict[Hashable, dict[int, object]] = OrderedDict()
-        self._holders: dict[Hashable, tuple] = {}
+        # key -> ({value slot: value}, the tensors the key names, held alive)
+        self._entries: OrderedDict[Hashable, tuple[dict[int, object], tuple]] = OrderedDict()
 
     @staticmethod
     def key(x: Tensor, reuse: object, constants: Iterable[Tensor]) -> Hashable | None:
@@ -67,17 +67,16 @@ class PointCache:
         if key is None or key not in self._entries:
             return None
         self._entries.move_to_end(key)
-        return self._entries[key]
+        return self._entries[key][0]
 
     def put(self, key: Hashable, holders: tuple, values: dict[int, object]) -> None:
         """Keep `values` under `key`, and `holders` (the tensors the key names) alive with them;
         the oldest entry goes when there are more than `ENTRIES`."""
-        if _nbytes(values.values()) > MAX_BYTES:
+        if sum(t.nbytes for t in tensors_in(list(values.values()))) > MAX_BYTES:
             return
-        self._entries[key], self._holders[key] = values, holders
+        self._entries[key] = values, holders
         while len(self._entries) > ENTRIES:
-            oldest, _ = self._entries.popitem(last=False)
-            del self._holders[oldest]
+            self._entries.popitem(last=False)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -107,19 +106,9 @@ def _hashable(item: object) -> Hashable:
     return item
 
 
-def _nbytes(values: Iterable[object]) -> int:
-    """The bytes of the tensors in `values` (through tuples and lists: Terms, unbind's lists)."""
-    total = 0
-    for value in values:
-        if isinstance(value, Tensor):
-            total += value.nbytes
-        elif isinstance(value, (tuple, list)):
-            total += _nbytes(value)
-    return total
-
-
 def tensors_in(item: object) -> tuple[Tensor, ...]:
-    """The tensors in `item` (through tuples and lists): what an entry must hold alive."""
+    """The tensors in `item`, through tuples and lists (Terms, unbind's lists): what an entry
+    holds alive, and what its size is counted from."""
     if isinstance(item, Tensor):
         return (item,)
     if isinstance(item, (tuple, list)):

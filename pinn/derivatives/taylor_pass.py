@@ -19,7 +19,7 @@ constant to the pass and runs as it is on values (`pinn.derivatives.dependencies
 the former need rules. Only plain differentiable torch operations are used, so a loss built from the
 result backpropagates to the parameters with ordinary first-order autograd.
 
-The calls that depend on the points alone (a hard constraint's g and B, fixed Fourier features)
+The calls that depend on the points alone (a hard constraint's g and B, a distance function)
 run once per point set when the caller says what its seed and order are made of (`reuse`):
 later passes at the same points take their results from `pinn.derivatives.point_cache`.
 """

@@ -4,10 +4,7 @@ Physics-Informed Neural Networks", NeurIPS 2024).
 
     curvature_of = LayerCurvatureRows(rows_of, settings.approximation, layers)
     def evaluate(generator, factors=True):   # a generator: an iterate's rows, else a trial's
-        if generator is None:
-            return rows_of(batch), info
-        rows = curvature_of(batch, generator) if factors else rows_of(batch, "products")
-        return rows, info
+        return curvature_of.at(batch, generator, factors), info
     optimizer = KFAC(params, layers_params, settings)
     done, why = optimizer.iterate(evaluate, 20, on_iteration)
 

@@ -152,13 +152,11 @@ class KFACPhase(Phase):
         self.optimizer = optimizer
 
         def evaluate(generator: torch.Generator | None, factors: bool = True):
-            # A generator: an iterate's rows with their Jacobian's products, and the layers'
-            # factors where `factors`; None: a trial step's rows.
-            if generator is None:
-                return self.rows_at_iterate(causal, False, lambda: rows_of(state.batch))
-            if not factors:
-                return self.rows_at_iterate(causal, True, lambda: rows_of(state.batch, "products"))
-            return self.rows_at_iterate(causal, True, lambda: curvature_of(state.batch, generator))
+            # A generator: an iterate's rows (`LayerCurvatureRows.at`); None: a trial step's.
+            at_iterate = generator is not None
+            return self.rows_at_iterate(
+                causal, at_iterate, lambda: curvature_of.at(state.batch, generator, factors)
+            )
 
         def columns() -> dict[str, float]:
             return {

@@ -121,6 +121,14 @@ class LayerCurvatureRows:
         jacobian = MatrixFreeJacobian(attached, self.params)
         return CurvatureRows(rows.values, rows.terms, rows.layout, jacobian, factors, diagonal)
 
+    def at(self, batch, generator: torch.Generator | None, factors: bool = True):
+        """What a KFAC iteration evaluates (`pinn.training.optim.kfac`): with a generator, an
+        iterate's rows with their Jacobian's products and, where `factors`, the layers' factors
+        (this object's call); without, a trial step's rows."""
+        if generator is None:
+            return self.rows_of(batch)
+        return self(batch, generator) if factors else self.rows_of(batch, "products")
+
     def _signed_gradients(self, tapped, layout, records, generator) -> tuple[dict, torch.Tensor]:
         """({group: [each term's probe gradients, by record]}, (P,) the diagonal estimate of
         the unfactored parameters, zeros elsewhere): one backward pass per term of its rows
