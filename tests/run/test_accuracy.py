@@ -6,7 +6,7 @@ L-BFGS iterations and fewer points, on the default's network and by the default'
 that the code the full command runs runs here too: hard constraints, soft condition terms, causal
 weights, time windows, RAD, periodic embeddings, the third derivative's Taylor pass, the
 stochastic Laplacian, GN after Adam, KFAC after Adam (poisson3d, beltrami), self-scaled BFGS on
-redrawn points (poisson, helmholtz, wave, allen_cahn; with RAD in it: burgers), L-BFGS after Adam
+redrawn points (poisson, helmholtz, wave; with RAD in it: burgers, allen_cahn), L-BFGS after Adam
 (cylinder). With fewer points than
 parameters, GN solves R x R systems rather than P x P ones (only heat keeps more rows than
 parameters here; convection's and inverse_poisson's defaults already have fewer). One problem
@@ -100,14 +100,15 @@ REDUCED = {
         1e-4,
         1.3e-4,
     ),
-    # By the default's method (Adam, then self-scaled Broyden on points redrawn every 100):
-    # 1.85e-2, 0.196 in 159 s (Adam alone: 0.66): 1000 points fit the ~0.01-wide fronts coarsely,
-    # and the max abs error sits on a front, so the rel_l2 bound is the one that tells; default
-    # 4.7e-5, 4.3e-3 (4000 points, 1500 Adam + 4000 bfgs).
+    # By the default's method (Adam, then self-scaled Broyden on points redrawn by RAD every
+    # 100): 2.02e-2, 0.237 in 131 s (Adam alone: 0.66): 1000 points fit the ~0.01-wide fronts
+    # coarsely, and the max abs error sits on a front, so the rel_l2 bound is the one that tells;
+    # default 2.7e-5, 2.2e-3 (4000 + 512 points, 1500 Adam + 6000 bfgs).
     "allen_cahn": Reduced(
         [
             "problem.n_interior=1000",
-            "problem.n_boundary=33",
+            "problem.n_boundary=128",
+            "refinement.candidates=10000",
             "trainer.adam.steps=1000",
             "trainer.bfgs.steps=600",
         ],
