@@ -1,16 +1,22 @@
-"""Error against wall time: Adam alone, Adam + L-BFGS, Adam + Gauss-Newton and Adam + BFGS.
+"""Error against wall time: Adam alone, Adam + L-BFGS, Adam + Gauss-Newton and Adam + BFGS, each
+second-order phase on uniformly redrawn points and on points redrawn by residual (RAD).
 
 Each problem runs with its yaml's network, points and Adam steps (`conf/problem/<name>.yaml`),
-only the phases changed, one run after the other in this process (so one process at a time):
+only the phases and the points of the second phase changed, one run after the other in this
+process (so one process at a time):
 
-    adam          trainer.phases=[adam], `--adam-factor` times the yaml's Adam steps
-    adam+lbfgs    trainer.phases=[adam,lbfgs], `--lbfgs` L-BFGS iterations
-    adam+gn       trainer.phases=[adam,gauss_newton], `--gn` Gauss-Newton iterations (the
-                  yaml's `trainer.gauss_newton.steps` unless given)
-    adam+bfgs     trainer.phases=[adam,bfgs], `--bfgs` iterations of self-scaled Broyden
-                  (trainer.bfgs's defaults otherwise)
+    adam              trainer.phases=[adam], `--adam-factor` times the yaml's Adam steps
+    adam+lbfgs        trainer.phases=[adam,lbfgs], `--lbfgs` L-BFGS iterations
+    adam+gn           trainer.phases=[adam,gauss_newton], `--gn` Gauss-Newton iterations (the
+                      yaml's `trainer.gauss_newton.steps` unless given)
+    adam+bfgs         trainer.phases=[adam,bfgs], `--bfgs` iterations of self-scaled Broyden
+                      (trainer.bfgs's defaults otherwise)
 
-`--methods` runs some of them only.
+In each of the last three the second phase redraws its points every `--redraw` iterations
+(`--gn-redraw` for Gauss-Newton, whose iterations are few): uniformly (`resample_every`), or
+by their residual with the suffix `+rad` (`refinement.method=rad`, `refine_every`: RAD's
+density |r|^k / mean + c from `refinement.candidates`, the yaml's or the defaults). `--methods`
+runs some of them only, e.g. `--methods adam+bfgs adam+bfgs+rad`.
 
 A history row every `--every` steps gives the curve: rel_l2 against the run's own clock
 (`time_s` of history.csv, training only). Prints, per run, the final rel_l2, the time, and the
@@ -20,7 +26,7 @@ kept there, so rerunning one problem redraws its panel beside the others'.
 
 How to run (from the repository root, nothing else running):
 
-    python benchmarks/optimizers.py                                  # the five problems
+    python benchmarks/optimizers.py                                  # the four problems
     python benchmarks/optimizers.py --problems burgers               # redo one panel
     python benchmarks/optimizers.py --problems poisson --scale 0.02 --curves c --plot c.png
 """
@@ -35,7 +41,8 @@ from pathlib import Path
 
 import pinn
 
-PROBLEMS = ("poisson", "heat", "helmholtz", "burgers", "wave")
+PROBLEMS = ("poisson", "burgers", "allen_cahn", "kdv_solitons")
+SECOND_PHASES = {"lbfgs": "lbfgs", "gn": "gauss_newton", "bfgs": "bfgs"}
 THRESHOLDS = (1e-4, 1e-5)
 
 
@@ -45,27 +52,30 @@ def methods(args: argparse.Namespace, adam_steps: int, gn_steps: int) -> dict[st
     def scaled(steps: int) -> int:
         return max(1, round(steps * args.scale))
 
-    return {
+    steps = {"lbfgs": args.lbfgs, "gn": gn_steps, "bfgs": args.bfgs}
+    made = {
         "adam": [
             "trainer.phases=[adam]",
             f"trainer.adam.steps={scaled(adam_steps * args.adam_factor)}",
-        ],
-        "adam+lbfgs": [
-            "trainer.phases=[adam,lbfgs]",
-            f"trainer.adam.steps={scaled(adam_steps)}",
-            f"trainer.lbfgs.steps={scaled(args.lbfgs)}",
-        ],
-        "adam+gn": [
-            "trainer.phases=[adam,gauss_newton]",
-            f"trainer.adam.steps={scaled(adam_steps)}",
-            f"trainer.gauss_newton.steps={scaled(gn_steps)}",
-        ],
-        "adam+bfgs": [
-            "trainer.phases=[adam,bfgs]",
-            f"trainer.adam.steps={scaled(adam_steps)}",
-            f"trainer.bfgs.steps={scaled(args.bfgs)}",
-        ],
+        ]
     }
+    for short, phase in SECOND_PHASES.items():
+        every = args.gn_redraw if short == "gn" else args.redraw
+        common = [
+            f"trainer.phases=[adam,{phase}]",
+            f"trainer.adam.steps={scaled(adam_steps)}",
+            f"trainer.{phase}.steps={scaled(steps[short])}",
+        ]
+        made[f"adam+{short}"] = common + [
+            f"trainer.{phase}.resample_every={every}",
+            f"trainer.{phase}.refine_every=0",
+        ]
+        made[f"adam+{short}+rad"] = common + [
+            "refinement.method=rad",
+            f"trainer.{phase}.resample_every=0",
+            f"trainer.{phase}.refine_every={every}",
+        ]
+    return made
 
 
 def curve(run_dir: Path) -> list[tuple[float, float]]:
@@ -147,6 +157,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--lbfgs", type=int, default=2000)
     parser.add_argument("--gn", type=int, default=None, help="default: the yaml's steps")
     parser.add_argument("--bfgs", type=int, default=2000)
+    parser.add_argument("--redraw", type=int, default=100, help="L-BFGS/BFGS: new points every")
+    parser.add_argument("--gn-redraw", type=int, default=10, help="Gauss-Newton: new points every")
     parser.add_argument("--methods", nargs="+", default=None, help="default: all of them")
     parser.add_argument("--every", type=int, default=10)
     parser.add_argument("--scale", type=float, default=1.0, help="every step count times this")
