@@ -14,18 +14,16 @@ headed by the date, pinn's and torch's versions, the torch thread count the runs
 CPU, ready to paste into the README's "The problem library" and the docs; `--out FILE` writes
 it there too. A run that fails gets its exit status in the table, and the script exits 1.
 
-How long: the whole table is the sum of the README table's s column, about an hour on the
-2-core machine the README's figures come from (80-600 s a problem, 15 problems; cavity and kdv
-about 10 minutes each), longer beside other jobs; the problems not measured yet (cavity_re1000,
-kdv_solitons, and the three-dimensional beltrami and poisson3d, whose provisional defaults make
-at least 2000 loss evaluations: at least 18 and 9 minutes, from 0.53 s and 0.26 s for one at
-8000 points on one thread) add to it. The runs go one at a time: two at once on
+How long: the whole table is the sum of the README table's s column, about 2.7 hours on the
+2-core machine the README's figures come from (19 problems, 30 s to 18 minutes each: burgers,
+allen_cahn, cavity, cavity_re1000, kdv_solitons, beltrami and poisson3d 14-18 minutes),
+longer beside other jobs. The runs go one at a time: two at once on
 the same cores would slow each other and make the times meaningless. CI does not run this
 (its accuracy tests, tests/run/test_accuracy.py, run reduced budgets of the same commands).
 
 How to run (from the repository root, with pinn installed or the checkout importable):
 
-    python benchmarks/problem_table.py                          # every problem (~1 h)
+    python benchmarks/problem_table.py                          # every problem (~2.7 h)
     python benchmarks/problem_table.py --problems helmholtz     # one problem (~1.5 min)
     python benchmarks/problem_table.py --problems poisson heat --out table.md
     python benchmarks/problem_table.py --threads 1              # adds threads=1 to each command

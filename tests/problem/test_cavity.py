@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from omegaconf import OmegaConf
 
 from pinn import ConfigError, compose_config, load_problem
 from pinn.problems.cavity import GHIA_U, GHIA_V, Cavity
@@ -64,6 +65,10 @@ def test_cavity_re1000_is_the_cavity_at_re_1000():
     own, own_problem = loaded("problem=cavity_re1000")
     overridden, overridden_problem = loaded("problem=cavity", "problem.params.reynolds=1000")
     assert own.target == overridden.target and own.params == overridden.params
+    # The same run too: every setting but the Reynolds number is the cavity's.
+    own_run = compose_config(["problem=cavity_re1000"])
+    overridden_run = compose_config(["problem=cavity", "problem.params.reynolds=1000"])
+    assert OmegaConf.to_container(own_run) == OmegaConf.to_container(overridden_run)
     assert (own_problem.reynolds, own_problem.lid_sharpness) == (1000.0, 50.0)
     for name, (points, values) in own_problem.reference().items():
         other_points, other_values = overridden_problem.reference()[name]
