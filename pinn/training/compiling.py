@@ -1,6 +1,6 @@
 """Compiled training steps: whether `trainer.compile` compiles a run, and the compiled loss.
 
-    compiled, why = compile_decision("auto", engine.compile_blockers(), steps, device)
+    compiled, why = compile_decision("auto", engine.compile_blockers(), steps, device, what)
     loss_of = CompiledLoss(lambda batch: weights.total(loss_terms(...)), required=False)
 
 What is compiled is the loss of a batch: every field's Taylor pass, the residuals, the
@@ -30,9 +30,11 @@ from pinn.errors import ConfigError, first_line
 COMPILE = ("auto", "true", "false", "reduce-overhead")
 # The settings that compile whatever the run's length, and refuse what cannot compile.
 FORCED = ("true", "reduce-overhead")
-# `auto` compiles from this many Adam steps on: compiling the step takes 10-40 s on a small
-# CPU with a cold cache (`benchmarks/seed_config.py`), which a 2-3 ms saving a step repays
-# after some ten thousand steps; on a GPU the launch overhead it removes is larger.
+# `auto` compiles from this many steps on (of the phases that evaluate the batch's loss: Adam's
+# steps, L-BFGS's and BFGS's iterations): compiling the step takes 10-50 s on a small CPU with
+# a cold cache (`benchmarks/seed_config.py`), which a saving of 2-3 ms a step (an MLP's
+# Laplacian; 15-35 ms a BFGS iteration with u_xxx, `kdv_solitons`) repays after some ten
+# thousand steps; on a GPU the launch overhead it removes is larger.
 AUTO_MIN_STEPS = {"cpu": 10_000, "cuda": 1_000}
 log = logging.getLogger("pinn")
 
@@ -70,12 +72,13 @@ def compile_mode(setting: str, device: torch.device) -> str | None:
 
 
 def compile_decision(
-    setting: str, blockers: list[str], steps: int, device: torch.device
+    setting: str, blockers: list[str], steps: int, device: torch.device, what: str
 ) -> tuple[bool, str]:
     """(compile the training step?, why) for `trainer.compile` = setting.
 
     blockers: what in this run keeps the step from compiling (empty when it can), e.g. "the
-    residual engine is autograd"; with setting "true" they are refused.
+    residual engine is autograd"; with setting "true" they are refused. steps: how many steps
+    evaluate the compiled loss, `what` they are ("steps of adam, bfgs").
     """
     if setting == "false":
         return False, "trainer.compile=false"
@@ -92,10 +95,9 @@ def compile_decision(
     if steps < least:
         return (
             False,
-            f"auto: {steps} Adam steps on {device.type}, fewer than the {least} "
-            "that repay compiling",
+            f"auto: {steps} {what} on {device.type}, fewer than the {least} that repay compiling",
         )
-    return True, f"auto: {steps} Adam steps on {device.type} repay compiling"
+    return True, f"auto: {steps} {what} on {device.type} repay compiling"
 
 
 class CompiledLoss:

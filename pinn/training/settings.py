@@ -129,8 +129,9 @@ class TrainSettings:
     progress: bool = setting(True, "show the tqdm progress bar")
     compile: str = setting(
         "auto",
-        "compile each step's loss with torch.compile: auto (long Adam runs that allow it), "
-        "true, false, reduce-overhead (true, and CUDA graphs on cuda)",
+        "compile each step's loss with torch.compile: auto (runs that allow it, of 10000 steps "
+        "of Adam, L-BFGS or BFGS on a CPU, 1000 on a GPU), true, false, reduce-overhead "
+        "(true, and CUDA graphs on cuda)",
     )
 
     def __post_init__(self) -> None:
@@ -164,9 +165,15 @@ class TrainSettings:
         """The settings block of the phase called `phase`."""
         return getattr(self, phase)
 
-    def planned_steps(self, phase: str | None = None) -> int:
-        """The steps the phase list plans (each phase's budget), of `phase` only when named."""
-        return sum(self.block(p).steps for p in self.phases if phase in (None, p))
+    def planned_steps(self) -> int:
+        """The steps the phase list plans (each phase's budget)."""
+        return sum(self.block(p).steps for p in self.phases)
+
+    def step_loss_steps(self) -> tuple[int, list[str]]:
+        """(steps, phases): the planned steps of the phases that evaluate the batch's loss
+        (Adam, L-BFGS, BFGS: what `trainer.compile` compiles), and those phases' names."""
+        names = [p for p in dict.fromkeys(self.phases) if PHASES[p].evaluates_step_loss]
+        return sum(self.block(p).steps for p in self.phases if p in names), names
 
 
 def _settings_of(settings_type: type, name: str, block: dict[str, Any]) -> Any:

@@ -77,6 +77,20 @@ def test_cavity_re1000_is_the_cavity_at_re_1000():
         assert len(values) == 129
 
 
+def test_a_users_variant_yaml_takes_a_library_problems_yaml_by_its_defaults(tmp_path, monkeypatch):
+    # docs/how-to/add-a-pde.md's way: conf/problem/<name>.yaml in the folder pinn runs from
+    (tmp_path / "conf" / "problem").mkdir(parents=True)
+    (tmp_path / "conf" / "problem" / "cavity_400.yaml").write_text(
+        "# @package _global_\ndefaults:\n  - cavity\n  - _self_\n"
+        "problem:\n  params:\n    reynolds: 400.0\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    variant = OmegaConf.to_container(compose_config(["problem=cavity_400"]))
+    overridden = compose_config(["problem=cavity", "problem.params.reynolds=400"])
+    assert variant == OmegaConf.to_container(overridden)
+    assert variant["problem"]["params"]["reynolds"] == 400.0
+
+
 @pytest.mark.parametrize("key", ["reynolds", "lid_sharpness"])
 @pytest.mark.parametrize("bad", [0, -1.0, True, math.inf, "100"])
 def test_bad_parameters_are_refused(key, bad):

@@ -145,16 +145,32 @@ def test_compiled_training_follows_the_eager_run(caplog):
 def test_auto_compiles_long_runs_only_and_says_why(caplog):
     with caplog.at_level(logging.INFO, logger="pinn"):
         small_fit("auto", steps=3)
-    assert "training step: eager (auto: 3 Adam steps on cpu, fewer than the" in caplog.text
-    assert compile_decision("auto", [], 50_000, torch.device("cpu")) == (
+    # 3 Adam steps and 5 L-BFGS iterations: each evaluates the (compiled) loss
+    assert "training step: eager (auto: 8 steps of adam, lbfgs on cpu, fewer than the" in (
+        caplog.text
+    )
+    cpu, what = torch.device("cpu"), "steps of adam, bfgs"
+    assert compile_decision("auto", [], 50_000, cpu, what) == (
         True,
-        "auto: 50000 Adam steps on cpu repay compiling",
+        "auto: 50000 steps of adam, bfgs on cpu repay compiling",
     )
-    compiled, why = compile_decision(
-        "auto", ["the residual engine is autograd, not taylor"], 50_000, torch.device("cpu")
-    )
+    blockers = ["the residual engine is autograd, not taylor"]
+    compiled, why = compile_decision("auto", blockers, 50_000, cpu, what)
     assert not compiled and "autograd" in why
-    assert compile_decision("false", [], 50_000, torch.device("cpu"))[0] is False
+    assert compile_decision("false", [], 50_000, cpu, what)[0] is False
+
+
+def test_the_steps_that_repay_compiling_are_those_evaluating_the_batch_loss():
+    settings = TrainSettings(
+        phases=["adam", "gauss_newton", "bfgs", "kfac", "adam"],
+        adam={"steps": 100},
+        gauss_newton={"steps": 7},
+        bfgs={"steps": 3000},
+        kfac={"steps": 11},
+    )
+    # Gauss-Newton and KFAC step on residual rows, not on the compiled loss
+    assert settings.step_loss_steps() == (3200, ["adam", "bfgs"])
+    assert settings.planned_steps() == 3218
 
 
 def test_compile_true_refuses_what_cannot_compile():
@@ -164,7 +180,7 @@ def test_compile_true_refuses_what_cannot_compile():
         small_fit("true", steps=3, weighting="lra")
     with pytest.raises(ConfigError, match="residual engine is autograd"):
         compile_decision(
-            "true", ["the residual engine is autograd, not taylor"], 10, torch.device("cpu")
+            "true", ["the residual engine is autograd, not taylor"], 10, torch.device("cpu"), ""
         )
 
 
@@ -223,7 +239,7 @@ def test_auto_leaves_a_model_of_a_large_traced_graph_eager(caplog, monkeypatch):
         fit(problem, model, settings, points)
     assert "residual engine: taylor" in caplog.text
     assert "training step: eager (auto: not compiled, the model's traced graph has" in caplog.text
-    assert "more than the 100 torch.compile handles" in caplog.text
+    assert "more than the 200 torch.compile handles" in caplog.text
 
 
 class _FailsBackward(torch.autograd.Function):
@@ -273,10 +289,10 @@ def test_a_run_whose_backward_cannot_compile_trains_as_the_eager_one(caplog, mon
     from pinn.training import compiling
 
     monkeypatch.setattr(compiling.torch, "compile", _compile_with_failing_backward)
-    monkeypatch.setitem(compiling.AUTO_MIN_STEPS, "cpu", 1)  # 12 steps repay compiling
+    monkeypatch.setitem(compiling.AUTO_MIN_STEPS, "cpu", 1)  # 12 + 5 steps repay compiling
     with caplog.at_level(logging.INFO, logger="pinn"):
         fallen = small_fit("auto", steps=12)
-    assert "training step: compiled (auto: 12 Adam steps on cpu" in caplog.text
+    assert "training step: compiled (auto: 17 steps of adam, lbfgs on cpu" in caplog.text
     assert "running eagerly: backward compiler failed (simulated)" in caplog.text
     eager = small_fit("false", steps=12)
 

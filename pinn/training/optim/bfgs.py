@@ -79,7 +79,12 @@ def update_inverse_hessian(
 ) -> None:
     """Update the (P, P) inverse Hessian `inverse` in place after the step `s` = t * direction
     from a point of gradient `grad`, the gradient having changed by `y` (all (P,), float64,
-    yᵀs > 0)."""
+    yᵀs > 0).
+
+    The update is one pass over the matrix: H' = H / τ + W D Wᵀ, W the (P, 3) columns H y, v, s
+    scaled by the roots of their coefficients, D their signs (`addmm_`; the three outer
+    products and the division one at a time read and wrote the 32 MB of P = 2000 seven times:
+    12 ms against 3.6). H' is symmetric to rounding (a few ulps), not to the last bit."""
     ys = y.dot(s).item()
     hy = inverse @ y
     yhy = y.dot(hy).item()
@@ -88,18 +93,11 @@ def update_inverse_hessian(
     theta, tau = broyden_parameters(update, a, b, h, s.numel())
     phi = (1 - theta) / (1 + a * theta)
     v = s / ys - hy / yhy
-    _add_outer(inverse, hy, -1 / yhy)
-    _add_outer(inverse, v, phi * yhy)
-    inverse.div_(tau)
-    _add_outer(inverse, s, 1 / ys)
-
-
-def _add_outer(matrix: torch.Tensor, x: torch.Tensor, coefficient: float) -> None:
-    """matrix += coefficient x xᵀ, exactly symmetric: the coefficient's root goes into x, so
-    entries (i, j) and (j, i) get the same product (`addr_` may fuse some entries' products
-    with the addition and not others: not symmetric to the last bit)."""
-    root = x * math.sqrt(abs(coefficient))
-    matrix.add_(torch.outer(root, root), alpha=math.copysign(1.0, coefficient))
+    coefficients = torch.tensor(
+        [-1 / (yhy * tau), phi * yhy / tau, 1 / ys], dtype=inverse.dtype, device=inverse.device
+    )
+    columns = torch.stack([hy, v, s], dim=1) * coefficients.abs().sqrt()
+    inverse.addmm_(columns, (columns * coefficients.sign()).T, beta=1 / tau)
 
 
 class BFGS(QuasiNewton):

@@ -62,6 +62,7 @@ class AdamPhase(Phase):
     title = "Adam"
     settings_type = AdamSettings
     saves_step_start = True
+    evaluates_step_loss = True
 
     def __init__(self, settings: AdamSettings):
         super().__init__(settings)

@@ -54,6 +54,8 @@ class Phase:
             update, so they hold the engine and loss weights as the step started (Adam).
         budget_free: its iterations do not depend on its budget `steps`, only where they
             end, so a resumed run may change it (`pinn.training.budgets`).
+        evaluates_step_loss: its steps evaluate the batch's loss and gradient (`StepLoss`),
+            which `trainer.compile` compiles: they count toward what repays compiling.
     """
 
     name: ClassVar[str]
@@ -62,6 +64,7 @@ class Phase:
     deterministic: ClassVar[bool] = False
     saves_step_start: ClassVar[bool] = False
     budget_free: ClassVar[bool] = False
+    evaluates_step_loss: ClassVar[bool] = False
 
     def __init__(self, settings: Any):
         self.settings = settings

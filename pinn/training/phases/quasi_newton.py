@@ -31,6 +31,7 @@ class QuasiNewtonPhase(Phase):
 
     deterministic = True
     budget_free = True
+    evaluates_step_loss = True  # one or two evaluations an iteration (the line search)
 
     def __init__(self, settings: Any):
         super().__init__(settings)
