@@ -12,7 +12,7 @@ parameters, GN solves R x R systems rather than P x P ones (only heat keeps more
 parameters here; convection's and inverse_poisson's defaults already have fewer). One problem
 parameter differs: kdv runs at mu = 0.05, and one method: the cavity trains by Adam and L-BFGS
 (their comments say why). kdv_solitons has no reduced run: its BFGS leaves its plateau (rel_l2
-0.54) only after about 2500 iterations on 4000 points; on 1000 points, 300 Adam + 4000 BFGS
+0.5) only after 2000 to 3000 iterations on 4000 or 8000 points; on 1000 points, 300 Adam + 4000 BFGS
 iterations took 309 s on one thread and ended at 0.21. Each bound is about 3x the error
 measured for that run (other machines round differently); each comment gives the measurement
 and the full default's figure from the README's "The problem library" table. That full-budget
