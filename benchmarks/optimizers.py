@@ -67,6 +67,7 @@ def methods(args: argparse.Namespace, adam_steps: int, gn_steps: int) -> dict[st
             f"trainer.{phase}.steps={scaled(steps[short])}",
         ]
         made[f"adam+{short}"] = common + [
+            "refinement.method=none",  # a yaml's RAD would have no phase to act in
             f"trainer.{phase}.resample_every={every}",
             f"trainer.{phase}.refine_every=0",
         ]

@@ -71,3 +71,4 @@ def test_optimizers_compares_uniform_and_residual_points_in_each_second_phase():
         )
         assert (rad.trainer[phase].resample_every, rad.trainer[phase].refine_every) == (0, every)
         assert rad.refinement.method == "rad"
+        assert uniform.refinement.method == "none"  # no RAD left over from the yaml

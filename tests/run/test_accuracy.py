@@ -52,18 +52,18 @@ class Reduced(NamedTuple):
 # other jobs), then the full default's figures (README, 2 threads). "GN": Gauss-Newton iterations.
 REDUCED = {
     # By the default's method (Adam, then self-scaled Broyden on points redrawn every 100):
-    # 8.40e-6, 5.7e-7 in 18 s (Adam only, 500 steps: 2.2e-2); default 4.65e-10, 4.3e-11.
+    # 8.40e-6, 5.7e-7 in 18 s (Adam only, 500 steps: 2.2e-2); default 1.42e-9, 1.1e-10.
     "poisson": Reduced(["trainer.adam.steps=500", "trainer.bfgs.steps=300"], 2.5e-5, 1.7e-6),
     # 5.32e-6, 7.2e-6 in 12 s; default 3.47e-7, 4.7e-7 (1000 Adam + 400 GN).
     "heat": Reduced(["trainer.adam.steps=500", "trainer.gauss_newton.steps=40"], 1.6e-5, 2.2e-5),
     # By the default's method: 2.36e-4, 3.44e-4 in 61 s (7.60e-5, 1.07e-4 before BFGS's one-pass
-    # update of 2026-12-07: the 800 iterations part at rounding); default 3.9e-7.
+    # update of 2026-12-07: the 800 iterations part at rounding); default 1.1e-7.
     "helmholtz": Reduced(
         ["problem.n_interior=1000", "trainer.adam.steps=200", "trainer.bfgs.steps=800"],
         7e-4,
         1e-3,
     ),
-    # By the default's method: 1.45e-3, 2.6e-3 (slow beside two other jobs); default 6.1e-6.
+    # By the default's method: 1.45e-3, 2.6e-3 (slow beside two other jobs); default 8.9e-7.
     "wave": Reduced(
         ["problem.n_interior=1000", "problem.n_boundary=25", "trainer.bfgs.steps=1200"],
         4.4e-3,
@@ -107,7 +107,7 @@ REDUCED = {
     # By the default's method (Adam, then self-scaled Broyden on points redrawn by RAD every
     # 100): 2.02e-2, 0.237 in 131 s (Adam alone: 0.66): 1000 points fit the ~0.01-wide fronts
     # coarsely, and the max abs error sits on a front, so the rel_l2 bound is the one that tells;
-    # default 2.7e-5, 2.2e-3 (4000 + 512 points, 1500 Adam + 6000 bfgs).
+    # default 1.4e-5, 2.2e-3 (4000 + 512 points, 1500 Adam + 11000 bfgs).
     "allen_cahn": Reduced(
         [
             "problem.n_interior=1000",
@@ -121,7 +121,7 @@ REDUCED = {
     ),
     # Against Ghia et al. 1982's centrelines (themselves 4e-3 to 8e-3 from a fine solution), by
     # Adam with RAD then L-BFGS, not the default's self-scaled Broyden: its rel_l2 sits at 0.1-0.3
-    # for thousands of iterations before it falls (default: 5.3e-3 max abs after 5000 on 4000
+    # for thousands of iterations before it falls (default: 6.0e-3 max abs after 5000 on 4000
     # points), and a reduced bfgs run (1000 points, 1000 Adam + 1500 bfgs) took 335 s on one
     # thread for 0.148 (max abs 0.113), no tighter a bound than this one in five times the time.
     # Nor the Gauss-Newton of before: a short GN run crawls (lengths 1/256 to 1/2048) and ends
