@@ -111,8 +111,6 @@ class BFGS(QuasiNewton):
         max_evaluations: closure calls one line search may spend.
     """
 
-    patient = True  # a failed search along the gradient is repeated with more evaluations
-
     def __init__(
         self, params: Iterable[torch.Tensor], settings: BFGSSettings, max_evaluations: int = 25
     ):

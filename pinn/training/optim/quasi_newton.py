@@ -34,9 +34,6 @@ Closure = Callable[[], tuple[torch.Tensor, Any]]
 
 TRANSFORMS = ("none", "sqrt", "log")
 
-# Closure calls of a last search along the gradient before `iterate` gives up (`patient`).
-PATIENT_EVALUATIONS = 100
-
 
 def stalled_reason() -> str:
     """Why `iterate` stopped when the line search found nothing lower."""
@@ -81,11 +78,6 @@ class QuasiNewton:
         transform: the objective minimised, one of `TRANSFORMS`.
         max_evaluations: closure calls one line search may spend.
     """
-
-    # Whether a search that failed along the gradient is repeated with PATIENT_EVALUATIONS
-    # before the iterations stop (BFGS: its afresh direction is the gradient, whose first step
-    # can be too long by more than 25 halvings, e.g. on the cone-like sqrt of a small loss).
-    patient = False
 
     def __init__(
         self,
@@ -170,8 +162,6 @@ class QuasiNewton:
             found = self._search(closure, here)
             if found is None and self._forget_curvature():  # stale curvature: try afresh
                 found = self._search(closure, here)
-            if found is None and self.patient:  # the first step far too long: shrink it further
-                found = self._search(closure, here, PATIENT_EVALUATIONS)
             if found is None:
                 self._set_params(here.params)
                 return done, stalled_reason()
@@ -185,17 +175,15 @@ class QuasiNewton:
                 return done + 1, why
         return max_iter, None
 
-    def _search(self, closure: Closure, here: Trial, evaluations: int = 0) -> Trial | None:
-        """The strong Wolfe point along this iteration's direction from `here`, or None,
-        within `evaluations` closure calls (0: `max_evaluations`)."""
+    def _search(self, closure: Closure, here: Trial) -> Trial | None:
+        """The strong Wolfe point along this iteration's direction from `here`, or None."""
         direction = self._direction(here.grad)
 
         def evaluate(t: float) -> Trial:
             return self._evaluate(closure, here.params + t * direction, t)
 
         step = self._first_step(here.grad)
-        budget = evaluations or self.max_evaluations
-        return strong_wolfe(evaluate, here, direction, step, budget)
+        return strong_wolfe(evaluate, here, direction, step, self.max_evaluations)
 
     def _stop_reason(self, previous: float, loss: float, tolerance: float) -> str | None:
         if tolerance > 0 and previous - loss < tolerance * abs(previous):
